@@ -27,11 +27,11 @@ function hoistAliasedSchemas(doc: Json): void {
     const ref = schema.$ref;
     if (Object.keys(schema).length === 1 && typeof ref === 'string' && ref.startsWith('#/components/schemas/')) {
       const target = ref.slice('#/components/schemas/'.length);
-      if (/^\d/.test(target)) renames.set(target, name);
+      if (/^\d/.test(target) && schemas[target]) renames.set(target, name);
     }
   }
   for (const [from, to] of renames) {
-    schemas[to] = schemas[from];
+    schemas[to] = schemas[from]!;
     delete schemas[from];
   }
   const rewrite = (node: unknown): void => {

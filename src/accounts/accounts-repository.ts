@@ -1,0 +1,161 @@
+import type { Knex } from 'knex';
+import type { ApiKeyRecord, Jurisdiction, LenderAccount, Plan, Principal, Role } from './model.ts';
+
+interface LenderRow {
+  id: string;
+  name: string;
+  plan: string;
+  jurisdiction: string;
+  rate_limit_per_minute: number | null;
+  rate_limit_burst: number | null;
+  ip_allowlist: string;
+  created_at: string;
+  updated_at: string;
+}
+
+interface KeyRow {
+  id: string;
+  lender_id: string;
+  role: string;
+  key_prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+const toLender = (row: LenderRow): LenderAccount => ({
+  id: row.id,
+  name: row.name,
+  plan: row.plan as Plan,
+  jurisdiction: row.jurisdiction as Jurisdiction,
+  rateLimitPerMinute: row.rate_limit_per_minute,
+  rateLimitBurst: row.rate_limit_burst,
+  ipAllowlist: JSON.parse(row.ip_allowlist),
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+const toKey = (row: KeyRow): ApiKeyRecord => ({
+  id: row.id,
+  lenderId: row.lender_id,
+  role: row.role as Role,
+  keyPrefix: row.key_prefix,
+  createdAt: row.created_at,
+  revokedAt: row.revoked_at,
+});
+
+export type LenderChanges = Partial<Pick<LenderAccount, 'plan' | 'rateLimitPerMinute' | 'rateLimitBurst' | 'ipAllowlist' | 'name' | 'jurisdiction'>>;
+
+/** The only code that reads or writes lender accounts, policies and keys. */
+export class AccountsRepository {
+  constructor(private readonly knex: Knex) {}
+
+  async insertLender(lender: LenderAccount): Promise<void> {
+    await this.knex('lender_accounts').insert({
+      id: lender.id,
+      name: lender.name,
+      plan: lender.plan,
+      jurisdiction: lender.jurisdiction,
+      rate_limit_per_minute: lender.rateLimitPerMinute,
+      rate_limit_burst: lender.rateLimitBurst,
+      ip_allowlist: JSON.stringify(lender.ipAllowlist),
+      created_at: lender.createdAt,
+      updated_at: lender.updatedAt,
+    });
+  }
+
+  async findLender(id: string): Promise<LenderAccount | null> {
+    const row = await this.knex<LenderRow>('lender_accounts').where({ id }).first();
+    return row ? toLender(row) : null;
+  }
+
+  async listLenders(): Promise<LenderAccount[]> {
+    const rows = await this.knex<LenderRow>('lender_accounts').orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    return rows.map(toLender);
+  }
+
+  async updateLender(id: string, changes: LenderChanges, updatedAt: string): Promise<LenderAccount | null> {
+    const columns: Record<string, unknown> = { updated_at: updatedAt };
+    if (changes.name !== undefined) columns.name = changes.name;
+    if (changes.plan !== undefined) columns.plan = changes.plan;
+    if (changes.jurisdiction !== undefined) columns.jurisdiction = changes.jurisdiction;
+    if (changes.rateLimitPerMinute !== undefined) columns.rate_limit_per_minute = changes.rateLimitPerMinute;
+    if (changes.rateLimitBurst !== undefined) columns.rate_limit_burst = changes.rateLimitBurst;
+    if (changes.ipAllowlist !== undefined) columns.ip_allowlist = JSON.stringify(changes.ipAllowlist);
+    const updated = await this.knex('lender_accounts').where({ id }).update(columns);
+    return updated === 0 ? null : this.findLender(id);
+  }
+
+  async upsertPolicy(lenderId: string, productType: string, overrides: Record<string, unknown>, updatedAt: string): Promise<void> {
+    await this.knex('lender_policies')
+      .insert({ lender_id: lenderId, product_type: productType, overrides: JSON.stringify(overrides), updated_at: updatedAt })
+      .onConflict(['lender_id', 'product_type'])
+      .merge(['overrides', 'updated_at']);
+  }
+
+  async findPolicies(lenderId: string): Promise<Record<string, Record<string, unknown>>> {
+    const rows = await this.knex('lender_policies').where({ lender_id: lenderId }).select('product_type', 'overrides');
+    return Object.fromEntries(rows.map((row: { product_type: string; overrides: string }) => [row.product_type, JSON.parse(row.overrides)]));
+  }
+
+  async insertKey(key: ApiKeyRecord, keyHash: string): Promise<void> {
+    await this.knex('api_keys').insert({
+      id: key.id,
+      lender_id: key.lenderId,
+      role: key.role,
+      key_hash: keyHash,
+      key_prefix: key.keyPrefix,
+      created_at: key.createdAt,
+      revoked_at: key.revokedAt,
+    });
+  }
+
+  /** Inserts the key unless a key with this hash exists (the sandbox demo key at every start). */
+  async insertKeyIfAbsent(key: ApiKeyRecord, keyHash: string): Promise<void> {
+    await this.knex('api_keys')
+      .insert({
+        id: key.id,
+        lender_id: key.lenderId,
+        role: key.role,
+        key_hash: keyHash,
+        key_prefix: key.keyPrefix,
+        created_at: key.createdAt,
+        revoked_at: null,
+      })
+      .onConflict('key_hash')
+      .ignore();
+  }
+
+  async listKeys(lenderId: string): Promise<ApiKeyRecord[]> {
+    const rows = await this.knex<KeyRow>('api_keys').where({ lender_id: lenderId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    return rows.map(toKey);
+  }
+
+  async revokeKey(keyId: string, revokedAt: string): Promise<ApiKeyRecord | null> {
+    await this.knex('api_keys').where({ id: keyId }).whereNull('revoked_at').update({ revoked_at: revokedAt });
+    const row = await this.knex<KeyRow>('api_keys').where({ id: keyId }).first();
+    return row ? toKey(row) : null;
+  }
+
+  /** The principal behind an active key, in one indexed query; revoked keys resolve to nothing. */
+  async findPrincipalByKeyHash(keyHash: string): Promise<Principal | null> {
+    const row = await this.knex('api_keys as k')
+      .join('lender_accounts as l', 'l.id', 'k.lender_id')
+      .where('k.key_hash', keyHash)
+      .whereNull('k.revoked_at')
+      .first('k.id as key_id', 'k.role as key_role', 'l.*');
+    if (!row) return null;
+    const { key_id, key_role, ...lender } = row as LenderRow & { key_id: string; key_role: string };
+    return { keyId: key_id, role: key_role as Role, lender: toLender(lender) };
+  }
+
+  async readSetting(name: string): Promise<string | null> {
+    const row = await this.knex('service_settings').where({ name }).first('value');
+    return row ? (row as { value: string }).value : null;
+  }
+
+  /** Stores the value unless one exists, then returns whichever won: safe when processes race. */
+  async initialiseSetting(name: string, value: string): Promise<string> {
+    await this.knex('service_settings').insert({ name, value }).onConflict('name').ignore();
+    return (await this.readSetting(name))!;
+  }
+}

@@ -1,0 +1,36 @@
+export const PLANS = ['pilot', 'production'] as const;
+export type Plan = (typeof PLANS)[number];
+
+export const JURISDICTIONS = ['eu_gdpr', 'uk_gdpr', 'difc', 'other'] as const;
+export type Jurisdiction = (typeof JURISDICTIONS)[number];
+
+export const ROLES = ['lender', 'gdpr_admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface LenderAccount {
+  id: string;
+  name: string;
+  plan: Plan;
+  jurisdiction: Jurisdiction;
+  rateLimitPerMinute: number | null;
+  rateLimitBurst: number | null;
+  ipAllowlist: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  lenderId: string;
+  role: Role;
+  keyPrefix: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+/** Who is calling: resolved from the bearer key on every request, never from anything the client says. */
+export interface Principal {
+  keyId: string;
+  role: Role;
+  lender: LenderAccount;
+}

@@ -1,0 +1,109 @@
+import { bool, cleanEnv, makeValidator, num, port, str, url } from 'envalid';
+
+/** The public demo key of the sandbox (D22): documented, so it must never be accepted in production. */
+export const PUBLIC_DEMO_API_KEY = 'civ_test_PublicSandboxDemoKey0000000000';
+
+export type ServiceMode = 'sandbox' | 'production';
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  mode: ServiceMode;
+  /** Sandbox only; null in production. */
+  demoApiKey: string | null;
+  publicBaseUrl: string;
+  logLevel: string;
+  webhookAllowPrivateTargets: boolean;
+  /** Seconds after the first attempt at which each delivery attempt happens (D14). */
+  webhookRetryScheduleSeconds: number[];
+  sandboxCompleteDelayMs: number;
+  /** 32-byte key for encryption at rest; null lets the sandbox generate and keep one (D22). */
+  encryptionKey: Buffer | null;
+  /** Express `trust proxy` setting, so the IP allowlist sees the client address behind a proxy. */
+  trustProxy: string | false;
+  shutdownGraceMs: number;
+  /** Validate every response against the spec (tests): a mismatch is a 500 there, never in production. */
+  validateResponses: boolean;
+}
+
+const retrySchedule = makeValidator<number[]>((input) => {
+  const seconds = input.split(',').map((part) => Number(part.trim()));
+  const ascending = seconds.every((s, i) => i === 0 || s > seconds[i - 1]!);
+  if (seconds.length === 0 || seconds.some((s) => !Number.isInteger(s) || s < 0) || seconds[0] !== 0 || !ascending) {
+    throw new Error('must be ascending whole seconds starting at 0, e.g. "0,60,300,1800,7200"');
+  }
+  return seconds;
+});
+
+const encryptionKey = makeValidator<string>((input) => {
+  if (input === '') return '';
+  const key = /^[0-9a-fA-F]{64}$/.test(input) ? Buffer.from(input, 'hex') : Buffer.from(input, 'base64');
+  if (key.length !== 32) throw new Error('must be 32 bytes, as 64 hex characters or base64');
+  return input;
+});
+
+const decodeKey = (input: string): Buffer | null =>
+  input === '' ? null : /^[0-9a-fA-F]{64}$/.test(input) ? Buffer.from(input, 'hex') : Buffer.from(input, 'base64');
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads the configuration of D22 from an environment; throws ConfigError on anything unusable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const reporter = ({ errors }: { errors: Partial<Record<string, Error>> }) => {
+    const problems = Object.entries(errors).map(([name, error]) => `${name}: ${error?.message}`);
+    if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  };
+  const e = cleanEnv(
+    env,
+    {
+      PORT: port({ default: 8080 }),
+      HOST: str({ default: '127.0.0.1' }),
+      DATABASE_URL: str({ default: 'sqlite:./data/service.sqlite' }),
+      SERVICE_MODE: str({ choices: ['sandbox', 'production'], default: 'sandbox' }),
+      DEMO_API_KEY: str({ default: '' }),
+      PUBLIC_BASE_URL: url({ default: '' as string }),
+      LOG_LEVEL: str({ choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }),
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: bool({ default: false }),
+      WEBHOOK_RETRY_SCHEDULE: retrySchedule({ default: [0, 60, 300, 1800, 7200] }),
+      SANDBOX_COMPLETE_DELAY_MS: num({ default: 5000 }),
+      ENCRYPTION_KEY: encryptionKey({ default: '' }),
+      TRUST_PROXY: str({ default: '' }),
+      SHUTDOWN_GRACE_MS: num({ default: 10000 }),
+      VALIDATE_RESPONSES: bool({ default: false }),
+    },
+    { reporter },
+  );
+  const mode = e.SERVICE_MODE as ServiceMode;
+  if (!/^(sqlite:|postgres:|postgresql:)/.test(e.DATABASE_URL)) {
+    throw new ConfigError('Invalid configuration: DATABASE_URL must start with sqlite:, postgres: or postgresql:');
+  }
+  if (mode === 'production') {
+    if (e.WEBHOOK_ALLOW_PRIVATE_TARGETS) {
+      throw new ConfigError('Invalid configuration: WEBHOOK_ALLOW_PRIVATE_TARGETS is refused in production mode');
+    }
+    if (e.DEMO_API_KEY !== '') throw new ConfigError('Invalid configuration: DEMO_API_KEY exists only in sandbox mode');
+    if (e.ENCRYPTION_KEY === '') {
+      throw new ConfigError('Invalid configuration: production mode needs ENCRYPTION_KEY (32 bytes, hex or base64)');
+    }
+  }
+  if (e.SANDBOX_COMPLETE_DELAY_MS < 0) throw new ConfigError('Invalid configuration: SANDBOX_COMPLETE_DELAY_MS must be >= 0');
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL,
+    mode,
+    demoApiKey: mode === 'sandbox' ? e.DEMO_API_KEY || PUBLIC_DEMO_API_KEY : null,
+    publicBaseUrl: (e.PUBLIC_BASE_URL || `http://${e.HOST}:${e.PORT}`).replace(/\/+$/, ''),
+    logLevel: e.LOG_LEVEL,
+    webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    webhookRetryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,
+    sandboxCompleteDelayMs: e.SANDBOX_COMPLETE_DELAY_MS,
+    encryptionKey: decodeKey(e.ENCRYPTION_KEY),
+    trustProxy: e.TRUST_PROXY === '' ? false : e.TRUST_PROXY,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    validateResponses: e.VALIDATE_RESPONSES,
+  };
+}

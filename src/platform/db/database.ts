@@ -1,0 +1,86 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import knex, { type Knex } from 'knex';
+import { migrations } from './migrations/index.ts';
+
+export type { Knex };
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Database {
+  knex: Knex;
+  dialect: Dialect;
+  /** Applies every pending migration; safe to run from several processes at once (Knex's lock). */
+  migrate(): Promise<void>;
+  /** True when a trivial query succeeds: the readiness probe. */
+  isReachable(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export function dialectOf(databaseUrl: string): Dialect {
+  return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
+}
+
+function sqliteConfig(databaseUrl: string): Knex.Config {
+  const location = databaseUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+  const filename = location === ':memory:' ? ':memory:' : resolve(location);
+  if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
+  return {
+    client: 'sqlite3',
+    connection: { filename },
+    useNullAsDefault: true,
+    // One connection: SQLite serialises writers anyway, and a single connection keeps
+    // transactions from tripping over SQLITE_BUSY inside one process.
+    pool: {
+      min: 1,
+      max: 1,
+      afterCreate(connection: any, done: (error: Error | null, connection: unknown) => void) {
+        connection.exec(
+          'PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;',
+          (error: Error | null) => done(error, connection),
+        );
+      },
+    },
+  };
+}
+
+function postgresConfig(databaseUrl: string): Knex.Config {
+  return {
+    client: 'pg',
+    connection: { connectionString: databaseUrl, connectionTimeoutMillis: 5000 },
+    pool: { min: 0, max: 10 },
+    acquireConnectionTimeout: 5000,
+  };
+}
+
+export function openDatabase(databaseUrl: string): Database {
+  const dialect = dialectOf(databaseUrl);
+  const instance = knex(dialect === 'sqlite' ? sqliteConfig(databaseUrl) : postgresConfig(databaseUrl));
+  return {
+    knex: instance,
+    dialect,
+    async migrate() {
+      await instance.migrate.latest({ migrationSource: migrations });
+    },
+    async isReachable() {
+      try {
+        await instance.raw('select 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      await instance.destroy();
+    },
+  };
+}
+
+/** Errors that mean "the database cannot be reached right now" rather than a bug: 503, not 500 (D7). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const e = error as { code?: string; name?: string; message?: string } | null;
+  if (!e) return false;
+  const codes = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_IOERR', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006'];
+  if (e.code && codes.includes(e.code)) return true;
+  if (e.name === 'KnexTimeoutError') return true;
+  return /Unable to acquire a connection|Connection terminated|connection is closed|pool is probably full/i.test(e.message ?? '');
+}

@@ -1,0 +1,23 @@
+import type { Knex } from 'knex';
+import * as accounts from './20261121_001_accounts.ts';
+import * as verifications from './20261121_002_verifications.ts';
+
+type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
+
+/** Migrations in order. Listed here rather than read from a folder so they work the same under tsx and bundlers. */
+const ordered: Array<[string, Migration]> = [
+  ['20261121_001_accounts', accounts],
+  ['20261121_002_verifications', verifications],
+];
+
+export const migrations: Knex.MigrationSource<[string, Migration]> = {
+  async getMigrations() {
+    return ordered;
+  },
+  getMigrationName([name]) {
+    return name;
+  },
+  async getMigration([, migration]) {
+    return migration;
+  },
+};

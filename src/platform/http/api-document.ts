@@ -1,0 +1,88 @@
+import { readFileSync } from 'node:fs';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { operations } from '../../../generated/api.ts';
+
+export type OperationId = keyof operations;
+
+export interface ApiOperation {
+  operationId: OperationId;
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** OpenAPI path template, e.g. `/api/v1/verifications/{verification_id}`. */
+  path: string;
+  /** The same path in Express 5 syntax, e.g. `/api/v1/verifications/:verification_id`. */
+  expressPath: string;
+  /** Roles allowed by the operation's bearer security requirement; empty for public operations. */
+  roles: string[];
+}
+
+type Json = Record<string, any>;
+
+const BUNDLED_SPEC = new URL('../../../generated/openapi.json', import.meta.url);
+const SELF = 'https://openapi.invalid/openapi.json';
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+
+/** The bundled OpenAPI document (generated from spec/); a fresh copy, since the validator mutates it. */
+export function loadApiDocument(): Json {
+  return JSON.parse(readFileSync(BUNDLED_SPEC, 'utf8'));
+}
+
+export function listOperations(doc: Json): ApiOperation[] {
+  return Object.entries<Json>(doc.paths).flatMap(([path, item]) =>
+    METHODS.filter((method) => item[method]).map((method) => {
+      const operation = item[method];
+      const security: Json[] = operation.security ?? doc.security ?? [];
+      return {
+        operationId: operation.operationId,
+        method,
+        path,
+        expressPath: path.replace(/\{([^}]+)\}/g, ':$1'),
+        roles: security.flatMap((requirement) => requirement.bearerAuth ?? []),
+      };
+    }),
+  );
+}
+
+/**
+ * express-openapi-validator compiles schemas lazily, so a schema Ajv refuses would only show up as
+ * a 500 on the first request that reaches it. Compiling every schema of the document once at start
+ * turns that into a start-up failure.
+ */
+export function assertSchemasCompile(doc: Json): void {
+  const ajv = new Ajv2020({ strict: false, allErrors: false });
+  addFormats.default(ajv);
+  for (const format of ['int32', 'int64', 'float', 'double', 'byte', 'binary', 'password']) ajv.addFormat(format, true);
+  ajv.addSchema({ ...doc, $id: SELF });
+  const problems: string[] = [];
+  const compile = (pointer: string) => {
+    try {
+      ajv.getSchema(`${SELF}#${pointer}`);
+    } catch (error) {
+      problems.push(`${pointer}: ${(error as Error).message}`);
+    }
+  };
+  const escape = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1');
+  for (const name of Object.keys(doc.components?.schemas ?? {})) compile(`/components/schemas/${escape(name)}`);
+  for (const name of Object.keys(doc.components?.parameters ?? {})) compile(`/components/parameters/${escape(name)}/schema`);
+  for (const [name, response] of Object.entries<Json>(doc.components?.responses ?? {})) {
+    for (const type of Object.keys(response.content ?? {})) compile(`/components/responses/${escape(name)}/content/${escape(type)}/schema`);
+  }
+  for (const [path, item] of Object.entries<Json>(doc.paths)) {
+    for (const method of METHODS.filter((m) => item[m])) {
+      const base = `/paths/${escape(path)}/${method}`;
+      const operation = item[method];
+      (operation.parameters ?? []).forEach((parameter: Json, i: number) => {
+        if (parameter.schema) compile(`${base}/parameters/${i}/schema`);
+      });
+      for (const [type, media] of Object.entries<Json>(operation.requestBody?.content ?? {})) {
+        if (media.schema) compile(`${base}/requestBody/content/${escape(type)}/schema`);
+      }
+      for (const [status, response] of Object.entries<Json>(operation.responses ?? {})) {
+        for (const [type, media] of Object.entries<Json>(response.content ?? {})) {
+          if (media.schema) compile(`${base}/responses/${status}/content/${escape(type)}/schema`);
+        }
+      }
+    }
+  }
+  if (problems.length > 0) throw new Error(`The OpenAPI document has schemas Ajv refuses:\n${problems.join('\n')}`);
+}

@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type Request, type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { pinoHttp } from 'pino-http';
+import type { AccountsRepository } from '../../accounts/accounts-repository.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { assertSchemasCompile, listOperations, type OperationId } from './api-document.ts';
+import { authenticate, requireRole } from './authenticate.ts';
+import { ApiError } from './error-catalogue.ts';
+import { errorHandler } from './error-handler.ts';
+import type { OperationHandler, OperationRequest } from './operation-handler.ts';
+import { mountDocs } from './docs.ts';
+
+export interface HttpAppDeps {
+  config: Pick<Config, 'mode' | 'trustProxy' | 'validateResponses'>;
+  logger: Logger;
+  accounts: AccountsRepository;
+  apiDocument: Record<string, any>;
+  handlers: Partial<Record<OperationId, OperationHandler<any>>>;
+  /** Operations in the spec whose handlers belong to work not yet delivered, with what delivers them. */
+  pendingOperations: Partial<Record<OperationId, string>>;
+}
+
+/** Requests bodies beyond this are refused as `bad_request` (D4). */
+export const MAX_BODY_BYTES = 256 * 1024;
+
+function adapt(operationId: OperationId, handler: OperationHandler<any>): RequestHandler {
+  return async (req, res) => {
+    const request: OperationRequest<any> = {
+      params: req.params,
+      query: req.query,
+      headers: req.headers,
+      body: req.body,
+      principal: req.principal ?? null,
+      requestId: req.requestId!,
+    };
+    const response = await handler(request);
+    for (const [name, value] of Object.entries(response.headers ?? {})) res.setHeader(name, value);
+    res.status(response.status);
+    if (response.body === undefined) res.end();
+    else res.json(response.body);
+  };
+}
+
+function pending(operationId: OperationId, deliveredBy: string): RequestHandler {
+  return () => {
+    throw new ApiError('service_unavailable', `${operationId} is not available on this deployment yet (${deliveredBy}).`, {
+      retryAfterSeconds: 3600,
+    });
+  };
+}
+
+/**
+ * Builds the Express app from the bundled OpenAPI document: every route comes from the spec, so an
+ * operation cannot exist without its contract, and every request is validated against it.
+ */
+export function createHttpApp(deps: HttpAppDeps): Express {
+  const { apiDocument } = deps;
+  assertSchemasCompile(apiDocument);
+  const operations = listOperations(apiDocument);
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'extended');
+  app.set('trust proxy', deps.config.trustProxy);
+  app.set('etag', false);
+
+  app.use((req, res, next) => {
+    const incoming = req.get('x-request-id');
+    req.requestId = incoming && /^[A-Za-z0-9._-]{1,64}$/.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', req.requestId);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    next();
+  });
+  app.use(
+    pinoHttp({
+      logger: deps.logger,
+      genReqId: (req) => (req as Request).requestId!,
+      // Only what an operator needs; headers (and with them the API key) never reach the log.
+      serializers: {
+        req: (req) => ({ id: req.id, method: req.method, url: req.url?.split('?')[0], remoteAddress: req.remoteAddress }),
+        res: (res) => ({ statusCode: res.statusCode }),
+      },
+      customProps: (req) => {
+        const principal = (req as Request).principal;
+        return principal ? { lenderId: principal.lender.id, keyId: principal.keyId } : {};
+      },
+      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    }),
+  );
+
+  mountDocs(app, apiDocument);
+
+  // Authentication first: a caller without a valid key learns nothing about its request body.
+  app.use('/api/v1', authenticate({ accounts: deps.accounts, mode: deps.config.mode }));
+  app.use(express.json({ limit: MAX_BODY_BYTES, strict: true, type: ['application/json', 'application/*+json'] }));
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: apiDocument as never,
+      validateRequests: { allowUnknownQueryParameters: false },
+      validateResponses: deps.config.validateResponses ? { removeAdditional: false } : false,
+      validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req as Request, scopes) } },
+      validateFormats: true,
+      ignoreUndocumented: false,
+      ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas)(\/|$)/,
+    }),
+  );
+
+  for (const operation of operations) {
+    const handler = deps.handlers[operation.operationId];
+    const deliveredBy = deps.pendingOperations[operation.operationId];
+    const route = handler ? adapt(operation.operationId, handler) : pending(operation.operationId, deliveredBy ?? 'no handler');
+    app[operation.method](operation.expressPath, route);
+  }
+
+  app.use((_req, _res, next) => next(new ApiError('not_found', 'No such route. See /openapi.json for the operations this service offers.')));
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,47 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import express, { type Express } from 'express';
+
+const require = createRequire(import.meta.url);
+const swaggerUiDir = dirname(require.resolve('swagger-ui-dist/package.json'));
+const specDir = new URL('../../../spec/', import.meta.url);
+
+// Served from our own origin (no CDN): the docs page works on a closed network and under a strict CSP.
+const docsPage = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Creator Income Verification Service API</title>
+  <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/docs/assets/swagger-ui-bundle.js"></script>
+  <script src="/docs/init.js"></script>
+</body>
+</html>`;
+
+const docsInit = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true });`;
+
+/** The published contract and a browsable docs page, served without authentication. */
+export function mountDocs(app: Express, apiDocument: Record<string, unknown>): void {
+  // Serialised before the validator gets the object: it annotates the document it is given.
+  const openapiJson = JSON.stringify(apiDocument);
+  const asyncApiYaml = readFileSync(new URL('asyncapi.yaml', specDir), 'utf8');
+  app.get('/openapi.json', (_req, res) => {
+    res.type('application/json').send(openapiJson);
+  });
+  app.get('/asyncapi.yaml', (_req, res) => {
+    res.type('application/yaml').send(asyncApiYaml);
+  });
+  // The AsyncAPI document refers to ./schemas/...; serving that folder keeps its references resolvable.
+  app.use('/schemas', express.static(new URL('schemas', specDir).pathname, { index: false, fallthrough: false }));
+  app.get('/docs', (_req, res) => {
+    res.type('html').send(docsPage);
+  });
+  app.get('/docs/init.js', (_req, res) => {
+    res.type('application/javascript').send(docsInit);
+  });
+  app.use('/docs/assets', express.static(swaggerUiDir, { index: false, fallthrough: false }));
+}

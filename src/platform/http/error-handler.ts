@@ -1,0 +1,106 @@
+import type { ErrorRequestHandler } from 'express';
+import type { Logger } from '../logger.ts';
+import { isDatabaseUnavailable } from '../db/database.ts';
+import { ApiError, type ErrorDetail } from './error-catalogue.ts';
+
+interface ValidatorIssue {
+  path?: string;
+  message?: string;
+  errorCode?: string;
+}
+
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  message?: string;
+  errors?: ValidatorIssue[];
+}
+
+/** `.body.creator_platforms/1` (validator) → `body.creator_platforms[1]`. */
+function fieldOf(path: string | undefined): string {
+  if (!path) return 'request';
+  return path
+    .replace(/\/(\d+)/g, '[$1]')
+    .replace(/\//g, '.')
+    .replace(/^\./, '')
+    .replace(/^headers\./, 'header.');
+}
+
+function isMissing(issue: ValidatorIssue): boolean {
+  return issue.errorCode === 'required.openapi.validation' || /must have required property/.test(issue.message ?? '');
+}
+
+/**
+ * Turns express-openapi-validator's 400 into the catalogue (D4): a missing required field or
+ * header is `bad_request`; a field present with the wrong type, format, length or value, or an
+ * unknown field, is `validation_error`.
+ */
+function fromValidation(error: HttpLikeError): ApiError {
+  const issues = error.errors ?? [];
+  const details: ErrorDetail[] = issues.map((issue) => ({ field: fieldOf(issue.path), issue: issue.message ?? 'is invalid' }));
+  const missing = issues.filter(isMissing);
+  if (missing.length > 0) {
+    const names = missing.map((issue) => {
+      const property = /required property '([^']+)'/.exec(issue.message ?? '')?.[1];
+      const field = fieldOf(issue.path);
+      return property && !field.endsWith(property) ? `${field}.${property}` : field;
+    });
+    return new ApiError('bad_request', `Missing required ${names.length > 1 ? 'fields' : 'field'}: ${names.join(', ')}`, { details });
+  }
+  if (issues.some((issue) => /request\.body|body required/i.test(`${issue.path} ${issue.message}`) && /required/i.test(issue.message ?? ''))) {
+    return new ApiError('bad_request', 'A JSON request body is required.', { details });
+  }
+  const summary = details.map((d) => `${d.field}: ${d.issue}`).join('; ');
+  return new ApiError('validation_error', summary || 'The request failed validation.', { details });
+}
+
+/** Maps anything thrown to a catalogue error. Unknown errors become internal_error and are logged. */
+export function toApiError(error: unknown, logger: Logger): ApiError {
+  if (error instanceof ApiError) return error;
+  const e = (error ?? {}) as HttpLikeError;
+  if (e.type === 'entity.parse.failed') return new ApiError('bad_request', 'Malformed JSON in the request body.');
+  if (e.type === 'entity.too.large') return new ApiError('bad_request', 'The request body is larger than 256 KiB.');
+  if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
+    return new ApiError('bad_request', 'Unsupported request body encoding; send UTF-8 JSON.');
+  }
+  if (isDatabaseUnavailable(error)) {
+    logger.warn({ err: error }, 'database unavailable');
+    return new ApiError('service_unavailable', 'The service is temporarily unavailable; retry shortly.', { retryAfterSeconds: 2 });
+  }
+  const status = e.status ?? e.statusCode;
+  switch (status) {
+    case 400:
+      return fromValidation(e);
+    case 401:
+      return new ApiError('unauthorized', e.message ?? 'Unauthorized.', { headers: { 'WWW-Authenticate': 'Bearer realm="api"' } });
+    case 403:
+      return new ApiError('forbidden', e.message ?? 'Forbidden.');
+    // D7: wrong methods are answered like unknown routes.
+    case 404:
+    case 405:
+      return new ApiError('not_found', 'No such route. See /openapi.json for the operations this service offers.');
+    case 413:
+      return new ApiError('bad_request', 'The request body is larger than 256 KiB.');
+    case 415:
+      return new ApiError('bad_request', 'Unsupported Content-Type; send application/json.');
+    default:
+      logger.error({ err: error }, 'unhandled error');
+      return new ApiError('internal_error', 'An unexpected error occurred. Quote the X-Request-Id header to support.');
+  }
+}
+
+/** The one Express error handler: every error leaves as JSON `{error, message}`, never HTML or a stack. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (error, req, res, next) => {
+    if (res.headersSent) return next(error);
+    const apiError = toApiError(error, req.log ?? logger);
+    for (const [name, value] of Object.entries(apiError.options.headers ?? {})) res.setHeader(name, value);
+    if (apiError.options.retryAfterSeconds !== undefined) {
+      res.setHeader('Retry-After', String(Math.max(1, Math.ceil(apiError.options.retryAfterSeconds))));
+    }
+    const body: Record<string, unknown> = { error: apiError.code, message: apiError.message };
+    if (apiError.options.details?.length) body.details = apiError.options.details;
+    res.status(apiError.status).json(body);
+  };
+}

@@ -1,0 +1,65 @@
+import { createServer } from 'node:http';
+import { ConfigError, loadConfig } from './platform/config.ts';
+import { createLogger } from './platform/logger.ts';
+import { startService } from './service.ts';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const logger = createLogger({ level: config.logLevel });
+  const service = await startService(config, logger);
+  const server = createServer(service.app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, resolve);
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info({ port, mode: config.mode, database: config.databaseUrl.split(':')[0] }, 'listening');
+  console.log(
+    [
+      '',
+      `Creator Income Verification Service (${config.mode} mode) listening on ${base}`,
+      `  API docs:      ${base}/docs`,
+      `  OpenAPI:       ${base}/openapi.json`,
+      ...(config.demoApiKey ? [`  Demo API key:  ${config.demoApiKey}  (public sandbox key, role lender)`] : []),
+      `  Try:           curl -H "Authorization: Bearer ${config.demoApiKey ?? '<API_KEY>'}" ${base}/api/v1/verifications/vrf_unknown`,
+      '',
+    ].join('\n'),
+  );
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'draining in-flight requests');
+    // Stop accepting connections; in-flight requests finish, idle keep-alive sockets close now.
+    server.close(async () => {
+      await service.close();
+      logger.info('stopped');
+      process.exit(0);
+    });
+    server.closeIdleConnections();
+    setTimeout(() => {
+      logger.warn('grace period over; closing remaining connections');
+      server.closeAllConnections();
+    }, config.shutdownGraceMs).unref();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((error) => {
+  console.error(`Start-up failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

@@ -1,0 +1,148 @@
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { AccountsRepository } from '../accounts/accounts-repository.ts';
+import * as admin from '../accounts/lender-admin.ts';
+import { ConfigError, loadConfig } from '../platform/config.ts';
+import { openDatabase, type Database } from '../platform/db/database.ts';
+import { adminContext } from '../service.ts';
+
+/**
+ * The operator CLI of D23: `npm run admin -- <command>`. It uses the server's DATABASE_URL (and
+ * SERVICE_MODE, which decides whether keys are sandbox `civ_test_` or production `civ_live_` keys)
+ * and applies pending migrations first, so it works on a database the server never opened.
+ */
+
+/** JSON output speaks the API's snake_case, whatever the internal names are. */
+function snakeCase(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snakeCase);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]),
+  );
+}
+
+function print(options: { json?: boolean }, data: unknown, lines: () => string[]): void {
+  console.log(options.json ? JSON.stringify(snakeCase(data), null, 2) : lines().join('\n'));
+}
+
+const integer = (name: string) => (value: string) => {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number`);
+  return Number(value);
+};
+
+function parseAssignments(pairs: string[]): Record<string, unknown> {
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw new InvalidArgumentError(`"${pair}" is not key=value`);
+      const raw = pair.slice(at + 1);
+      // Numbers and booleans are read as such so thresholds keep their types; anything else stays text.
+      const value = /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw === 'true' ? true : raw === 'false' ? false : raw;
+      return [pair.slice(0, at), value];
+    }),
+  );
+}
+
+export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>) => Promise<T>): Command {
+  const program = new Command('admin')
+    .description('Operator commands for lender accounts, API keys, plans, policies and IP allowlists.')
+    .exitOverride()
+    .showHelpAfterError();
+  const json = (command: Command) => command.option('--json', 'machine-readable output');
+
+  const lender = program.command('lender').description('lender accounts');
+  json(lender.command('create').description('create a lender account'))
+    .requiredOption('--name <name>', 'account name, shown to creators by default')
+    .option('--plan <plan>', 'pilot or production', 'pilot')
+    .option('--jurisdiction <jurisdiction>', 'eu_gdpr, uk_gdpr, difc or other', 'eu_gdpr')
+    .action(async (options) => {
+      const account = await run((ctx) => admin.createLender(ctx, options));
+      print(options, account, () => [`Created lender ${account.id} (${account.name}, plan ${account.plan}, ${account.jurisdiction})`]);
+    });
+  json(lender.command('list').description('list lender accounts')).action(async (options) => {
+    const accounts = await run((ctx) => ctx.accounts.listLenders());
+    print(options, accounts, () =>
+      accounts.length === 0 ? ['No lender accounts.'] : accounts.map((a) => `${a.id}  ${a.plan.padEnd(10)} ${a.jurisdiction.padEnd(8)} ${a.name}`),
+    );
+  });
+  json(lender.command('set').description('change plan, jurisdiction, rate limit or IP allowlist'))
+    .requiredOption('--id <lenderId>', 'lender account id')
+    .option('--plan <plan>', 'pilot or production')
+    .option('--jurisdiction <jurisdiction>', 'eu_gdpr, uk_gdpr, difc or other')
+    .option('--rate-limit <perMinute>', 'requests per minute for the account\'s keys', integer('--rate-limit'))
+    .option('--burst <perSecond>', 'requests per second', integer('--burst'))
+    .option('--allowlist <cidrs>', 'comma-separated CIDR ranges; empty string allows all', (v: string) => v.split(','))
+    .action(async (options) => {
+      const account = await run((ctx) => admin.updateLender(ctx, options));
+      print(options, account, () => [
+        `Updated lender ${account.id}: plan ${account.plan}, jurisdiction ${account.jurisdiction}, rate limit ${account.rateLimitPerMinute ?? 'plan default'}/min burst ${account.rateLimitBurst ?? 'plan default'}/s, allowlist ${account.ipAllowlist.join(',') || '(all addresses)'}`,
+      ]);
+    });
+  json(lender.command('policy').description('set eligibility threshold overrides for one product type'))
+    .requiredOption('--id <lenderId>', 'lender account id')
+    .requiredOption('--product-type <type>', 'rbf, term_loan, securitization_pool, revenue_loan, venture_debt, murabaha or hpp')
+    .requiredOption('--set <assignments...>', 'key=value pairs')
+    .action(async (options) => {
+      const policy = await run((ctx) => admin.setPolicy(ctx, { id: options.id, productType: options.productType, overrides: parseAssignments(options.set) }));
+      print(options, { lender_id: options.id, product_type: options.productType, overrides: policy }, () => [
+        `Policy for ${options.id} / ${options.productType}: ${JSON.stringify(policy)}`,
+      ]);
+    });
+
+  const key = program.command('key').description('API keys');
+  json(key.command('create').description('issue an API key (shown once)'))
+    .requiredOption('--lender <lenderId>', 'lender account id')
+    .requiredOption('--role <role>', 'lender or gdpr_admin')
+    .action(async (options) => {
+      const { apiKey, record } = await run((ctx) => admin.createKey(ctx, { lenderId: options.lender, role: options.role }));
+      print(options, { ...record, api_key: apiKey }, () => [
+        `Created ${record.role} key ${record.id} for ${record.lenderId}.`,
+        `API key (shown once, store it now): ${apiKey}`,
+      ]);
+    });
+  json(key.command('list').description('list a lender\'s keys (never the keys themselves)'))
+    .requiredOption('--lender <lenderId>', 'lender account id')
+    .action(async (options) => {
+      const keys = await run((ctx) => admin.listKeys(ctx, options.lender));
+      print(options, keys, () =>
+        keys.length === 0 ? ['No keys.'] : keys.map((k) => `${k.id}  ${k.role.padEnd(10)} ${k.keyPrefix}…  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`),
+      );
+    });
+  json(key.command('revoke').description('revoke a key; effective on its next request'))
+    .requiredOption('--key-id <keyId>', 'key id (key_...)')
+    .action(async (options) => {
+      const record = await run((ctx) => admin.revokeKey(ctx, options.keyId));
+      print(options, record, () => [`Key ${record.id} revoked at ${record.revokedAt}.`]);
+    });
+  return program;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let db: Database | undefined;
+  const run = async <T>(work: (ctx: admin.AdminContext) => Promise<T>): Promise<T> => {
+    const config = loadConfig();
+    db = openDatabase(config.databaseUrl);
+    await db.migrate();
+    return work(adminContext(config, new AccountsRepository(db.knex)));
+  };
+  try {
+    await buildCli(run).parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+    if (error instanceof admin.AdminError || error instanceof ConfigError || error instanceof InvalidArgumentError) {
+      console.error(`error: ${error.message}`);
+      return 2;
+    }
+    throw error;
+  } finally {
+    await db?.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error) => {
+    console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  },
+);

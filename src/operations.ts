@@ -41,3 +41,28 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     getVerification: getVerification(deps),
   };
 }
+
+export interface OperationCoverage {
+  handled: OperationId[];
+  pending: Array<{ operationId: OperationId; deliveredBy: string }>;
+  /** In the spec with neither a handler nor a pending entry: an operation silently missing. */
+  missing: string[];
+  /** Both handled and pending: the pending entry is stale. */
+  stale: OperationId[];
+  /** Handled or pending but absent from the spec. */
+  unknown: string[];
+}
+
+export function operationCoverage(specOperationIds: string[]): OperationCoverage {
+  // Handler factories only capture their dependencies, so building them without any is safe here.
+  const handled = Object.keys(createHandlers({} as HandlerDeps)) as OperationId[];
+  const pendingIds = Object.keys(PENDING_OPERATIONS) as OperationId[];
+  const known = new Set(specOperationIds);
+  return {
+    handled,
+    pending: pendingIds.map((operationId) => ({ operationId, deliveredBy: PENDING_OPERATIONS[operationId as PendingOperationId] })),
+    missing: specOperationIds.filter((id) => !handled.includes(id as OperationId) && !pendingIds.includes(id as OperationId)),
+    stale: handled.filter((id) => pendingIds.includes(id)),
+    unknown: [...handled, ...pendingIds].filter((id) => !known.has(id)),
+  };
+}

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { ConfigError, loadConfig, PUBLIC_DEMO_API_KEY } from './config.ts';
+
+describe('configuration (D22)', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    assert.deepEqual(
+      {
+        port: config.port,
+        host: config.host,
+        databaseUrl: config.databaseUrl,
+        mode: config.mode,
+        demoApiKey: config.demoApiKey,
+        publicBaseUrl: config.publicBaseUrl,
+        schedule: config.webhookRetryScheduleSeconds,
+        delay: config.sandboxCompleteDelayMs,
+        privateTargets: config.webhookAllowPrivateTargets,
+      },
+      {
+        port: 8080,
+        host: '127.0.0.1',
+        databaseUrl: 'sqlite:./data/service.sqlite',
+        mode: 'sandbox',
+        demoApiKey: PUBLIC_DEMO_API_KEY,
+        publicBaseUrl: 'http://127.0.0.1:8080',
+        schedule: [0, 60, 300, 1800, 7200],
+        delay: 5000,
+        privateTargets: false,
+      },
+    );
+  });
+
+  it('refuses what production must not have', () => {
+    const key = 'b'.repeat(64);
+    assert.throws(() => loadConfig({ SERVICE_MODE: 'production' }), /ENCRYPTION_KEY/);
+    assert.throws(() => loadConfig({ SERVICE_MODE: 'production', ENCRYPTION_KEY: key, WEBHOOK_ALLOW_PRIVATE_TARGETS: '1' }), /refused in production/);
+    assert.throws(() => loadConfig({ SERVICE_MODE: 'production', ENCRYPTION_KEY: key, DEMO_API_KEY: PUBLIC_DEMO_API_KEY }), /only in sandbox/);
+    const production = loadConfig({ SERVICE_MODE: 'production', ENCRYPTION_KEY: key });
+    assert.equal(production.demoApiKey, null);
+    assert.equal(production.encryptionKey?.length, 32);
+  });
+
+  it('names the variable that is wrong', () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ PORT: 'eighty' }, /PORT/],
+      [{ SERVICE_MODE: 'staging' }, /SERVICE_MODE/],
+      [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
+      [{ WEBHOOK_RETRY_SCHEDULE: '60,0' }, /WEBHOOK_RETRY_SCHEDULE/],
+      [{ ENCRYPTION_KEY: 'short' }, /ENCRYPTION_KEY/],
+      [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+    ];
+    for (const [env, message] of cases) {
+      assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && message.test((error as Error).message), JSON.stringify(env));
+    }
+  });
+
+  it('reads a custom retry schedule and public base URL', () => {
+    const config = loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0, 1, 2', PUBLIC_BASE_URL: 'https://verify.example.org/' });
+    assert.deepEqual(config.webhookRetryScheduleSeconds, [0, 1, 2]);
+    assert.equal(config.publicBaseUrl, 'https://verify.example.org');
+  });
+});

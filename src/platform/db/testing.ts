@@ -1,0 +1,56 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { randomBase62 } from '../ids.ts';
+
+/** A throw-away database for one test suite: a fresh SQLite file, or a fresh PostgreSQL database. */
+export interface TestDatabase {
+  name: 'sqlite' | 'postgres';
+  url: string;
+  drop(): Promise<void>;
+}
+
+export type TestDatabaseFactory = { name: TestDatabase['name']; create(): Promise<TestDatabase> };
+
+/**
+ * The databases storage tests run on: always SQLite, and PostgreSQL when TEST_POSTGRES_URL names a
+ * server (CI starts one), so the same tests prove both dialects.
+ */
+export function testDatabases(): TestDatabaseFactory[] {
+  const factories: TestDatabaseFactory[] = [
+    {
+      name: 'sqlite',
+      async create() {
+        const dir = mkdtempSync(join(tmpdir(), 'civ-test-'));
+        return { name: 'sqlite', url: `sqlite:${join(dir, 'test.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+      },
+    },
+  ];
+  const serverUrl = process.env.TEST_POSTGRES_URL;
+  if (serverUrl) {
+    factories.push({
+      name: 'postgres',
+      async create() {
+        const database = `civ_test_${randomBase62(12).toLowerCase()}`;
+        const admin = new pg.Client({ connectionString: serverUrl });
+        await admin.connect();
+        await admin.query(`CREATE DATABASE ${database}`);
+        await admin.end();
+        const url = new URL(serverUrl);
+        url.pathname = `/${database}`;
+        return {
+          name: 'postgres',
+          url: url.toString(),
+          async drop() {
+            const client = new pg.Client({ connectionString: serverUrl });
+            await client.connect();
+            await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+            await client.end();
+          },
+        };
+      },
+    });
+  }
+  return factories;
+}

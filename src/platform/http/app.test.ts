@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import request from 'supertest';
+import { AccountsRepository } from '../../accounts/accounts-repository.ts';
+import * as admin from '../../accounts/lender-admin.ts';
+import { adminContext, startService, type Service } from '../../service.ts';
+import { loadConfig, type Config } from '../config.ts';
+import { testDatabases, type TestDatabase } from '../db/testing.ts';
+import { createLogger } from '../logger.ts';
+import { loadApiDocument } from './api-document.ts';
+import { createHttpApp } from './app.ts';
+
+/** Captures every log line so tests can prove what never reaches the log. */
+function captureLog() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  return { logger: createLogger({ level: 'debug', destination: stream }), text: () => lines.join('') };
+}
+
+async function withService(env: Record<string, string>, testDb: TestDatabase) {
+  const config: Config = loadConfig({ DATABASE_URL: testDb.url, VALIDATE_RESPONSES: '1', ...env });
+  const log = captureLog();
+  const service = await startService(config, log.logger);
+  const ctx = adminContext(config, new AccountsRepository(service.db.knex));
+  return { service, log, ctx, config };
+}
+
+async function lenderWithKey(ctx: admin.AdminContext, role: 'lender' | 'gdpr_admin' = 'lender') {
+  const lender = await admin.createLender(ctx, { name: `Lender ${Math.random()}` });
+  const { apiKey } = await admin.createKey(ctx, { lenderId: lender.id, role });
+  return { lender, apiKey };
+}
+
+async function insertVerification(service: Service, lenderId: string, id: string) {
+  const at = '2026-11-21T10:00:00.000Z';
+  await service.db.knex('verifications').insert({
+    id,
+    lender_id: lenderId,
+    obligor_reference: 'obligor-1',
+    creator_platforms: JSON.stringify(['youtube', 'stripe']),
+    lender_name: 'Northwind Capital',
+    product_type: 'rbf',
+    status: 'pending_consent',
+    consent_token_hash: id.padEnd(64, '0'),
+    consent_url: 'http://127.0.0.1:8080/consent/cst_abcdefghijklmnopqrstuvwxyz',
+    expires_at: '2026-11-28T10:00:00.000Z',
+    created_at: at,
+    updated_at: at,
+  });
+}
+
+for (const factory of testDatabases()) {
+  describe(`HTTP app on ${factory.name}`, () => {
+    let testDb: TestDatabase;
+    let setup: Awaited<ReturnType<typeof withService>>;
+
+    before(async () => {
+      testDb = await factory.create();
+      setup = await withService({}, testDb);
+    });
+    after(async () => {
+      await setup.service.close();
+      await testDb.drop();
+    });
+
+    it('answers a lender only about its own verifications (tenant isolation)', async () => {
+      const owner = await lenderWithKey(setup.ctx);
+      const other = await lenderWithKey(setup.ctx);
+      await insertVerification(setup.service, owner.lender.id, 'vrf_isolationCheck0001');
+      const own = await request(setup.service.app).get('/api/v1/verifications/vrf_isolationCheck0001').auth(owner.apiKey, { type: 'bearer' });
+      assert.equal(own.status, 200);
+      assert.equal(own.body.verification_id, 'vrf_isolationCheck0001');
+      assert.deepEqual(own.body.platform_connections, [
+        { platform: 'youtube', status: 'not_connected' },
+        { platform: 'stripe', status: 'not_connected' },
+      ]);
+      const foreign = await request(setup.service.app).get('/api/v1/verifications/vrf_isolationCheck0001').auth(other.apiKey, { type: 'bearer' });
+      assert.equal(foreign.status, 404);
+      assert.equal(foreign.body.error, 'not_found');
+    });
+
+    it('refuses a gdpr_admin key on lender operations with 403', async () => {
+      const { apiKey } = await lenderWithKey(setup.ctx, 'gdpr_admin');
+      const response = await request(setup.service.app).get('/api/v1/verifications/vrf_any').auth(apiKey, { type: 'bearer' });
+      assert.equal(response.status, 403);
+      assert.equal(response.body.error, 'forbidden');
+    });
+
+    it('never writes an API key or the Authorization header to the log', async () => {
+      const { apiKey } = await lenderWithKey(setup.ctx);
+      await request(setup.service.app).get('/api/v1/verifications/vrf_unknown').auth(apiKey, { type: 'bearer' });
+      await request(setup.service.app).get('/api/v1/verifications/vrf_unknown').set('Authorization', `Bearer ${apiKey}x`);
+      setup.log.logger.info({ authorization: `Bearer ${apiKey}`, nested: { apiKey } }, 'careless log line');
+      const text = setup.log.text();
+      assert.ok(text.includes('vrf_unknown'), 'the requests were not logged at all');
+      assert.ok(!text.includes(apiKey.slice(9)), 'a key reached the log');
+      assert.ok(text.includes('[redacted]'));
+    });
+
+    it('answers 503 service_unavailable with Retry-After when the database is gone', async () => {
+      const scratch = await factory.create();
+      const broken = await withService({}, scratch);
+      const { apiKey } = await lenderWithKey(broken.ctx);
+      await broken.service.db.knex.destroy();
+      for (const path of ['/api/v1/verifications/vrf_unknown', '/readyz']) {
+        const response = await request(broken.service.app).get(path).auth(apiKey, { type: 'bearer' });
+        assert.equal(response.status, 503, path);
+        assert.equal(response.body.error, 'service_unavailable');
+        assert.ok(Number(response.headers['retry-after']) >= 1);
+      }
+      await scratch.drop();
+    });
+  });
+}
+
+describe('HTTP app error handling', () => {
+  const logger = captureLog().logger;
+  const accounts = {
+    findPrincipalByKeyHash: async () => ({ keyId: 'key_test', role: 'lender', lender: { id: 'lnd_test', ipAllowlist: [] } }),
+  } as unknown as AccountsRepository;
+  const build = (handlers: Parameters<typeof createHttpApp>[0]['handlers']) =>
+    createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: true }, logger, accounts, apiDocument: loadApiDocument(), handlers, pendingOperations: {} });
+
+  it('turns an uncaught exception into internal_error without a stack trace', async () => {
+    const app = build({
+      getHealth: async () => {
+        throw new Error('secret internals at /srv/app/src/file.ts:12');
+      },
+    });
+    const response = await request(app).get('/healthz');
+    assert.equal(response.status, 500);
+    assert.equal(response.body.error, 'internal_error');
+    assert.ok(!JSON.stringify(response.body).includes('/srv/app'));
+    assert.match(response.headers['content-type'] ?? '', /application\/json/);
+  });
+
+  it('refuses a response that breaks the contract when response validation is on', async () => {
+    const app = build({ getHealth: async () => ({ status: 200, body: { status: 'fine', extra: true } }) });
+    const response = await request(app).get('/healthz');
+    assert.equal(response.status, 500);
+    assert.equal(response.body.error, 'internal_error');
+  });
+
+  it('answers operations without a handler with 503 naming the operation', async () => {
+    const app = build({});
+    const response = await request(app).get('/api/v1/webhooks').auth('civ_test_AnyWellFormedKey0000000000', { type: 'bearer' });
+    assert.equal(response.status, 503);
+    assert.equal(response.body.error, 'service_unavailable');
+    assert.match(response.body.message, /listWebhooks/);
+  });
+
+  it('refuses to build an app from a spec with a schema Ajv rejects', () => {
+    const broken = loadApiDocument();
+    broken.components.schemas.Health.properties.status = { type: 'string', pattern: '([' };
+    assert.throws(
+      () => createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: false }, logger, accounts, apiDocument: broken, handlers: {}, pendingOperations: {} }),
+      /schemas Ajv refuses[\s\S]*Health/,
+    );
+  });
+});
+
+describe('production mode', () => {
+  let testDb: TestDatabase;
+  let setup: Awaited<ReturnType<typeof withService>>;
+  const key = 'a'.repeat(64);
+
+  before(async () => {
+    testDb = await testDatabases()[0]!.create();
+    setup = await withService({ SERVICE_MODE: 'production', ENCRYPTION_KEY: key }, testDb);
+  });
+  after(async () => {
+    await setup.service.close();
+    await testDb.drop();
+  });
+
+  it('has no demo key and refuses sandbox keys', async () => {
+    const response = await request(setup.service.app).get('/api/v1/verifications/vrf_unknown').auth(setup.config.demoApiKey ?? 'civ_test_PublicSandboxDemoKey0000000000', { type: 'bearer' });
+    assert.equal(response.status, 401);
+    assert.match(response.body.message, /sandbox key/);
+  });
+
+  it('enforces the lender IP allowlist with 403 and allows listed addresses', async () => {
+    const { lender, apiKey } = await lenderWithKey(setup.ctx);
+    assert.ok(apiKey.startsWith('civ_live_'));
+    const call = () => request(setup.service.app).get('/api/v1/verifications/vrf_unknown').auth(apiKey, { type: 'bearer' });
+    assert.equal((await call()).status, 404, 'an empty allowlist allows all');
+    await admin.updateLender(setup.ctx, { id: lender.id, allowlist: ['10.0.0.0/8'] });
+    const outside = await call();
+    assert.equal(outside.status, 403);
+    assert.equal(outside.body.error, 'forbidden');
+    await admin.updateLender(setup.ctx, { id: lender.id, allowlist: ['10.0.0.0/8', '127.0.0.1'] });
+    assert.equal((await call()).status, 404);
+  });
+});

@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { PUBLIC_DEMO_API_KEY } from './platform/config.ts';
+
+const root = new URL('..', import.meta.url).pathname;
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; output: () => string }> {
+  const port = await freePort();
+  let output = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+  });
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) break;
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) return { child, port, output: () => output };
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  child.kill('SIGKILL');
+  throw new Error(`server did not become ready:\n${output}`);
+}
+
+describe('server process', function () {
+  this.timeout(30_000);
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'civ-server-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints where it listens and the demo key, and serves the docs page', async () => {
+    const { child, port, output } = await startServer({ DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}` });
+    try {
+      assert.match(output(), new RegExp(`listening on http://127.0.0.1:${port}`));
+      assert.ok(output().includes(PUBLIC_DEMO_API_KEY));
+      const docs = await fetch(`http://127.0.0.1:${port}/docs`);
+      assert.equal(docs.status, 200);
+      assert.match(await docs.text(), /swagger-ui/);
+      const asset = await fetch(`http://127.0.0.1:${port}/docs/assets/swagger-ui-bundle.js`);
+      assert.equal(asset.status, 200);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('finishes an in-flight request on SIGTERM, then exits 0', async () => {
+    const { child, port } = await startServer({ DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}` });
+    const body = JSON.stringify({ obligor_reference: 'drain-check', creator_platforms: ['youtube'] });
+    const socket = connect(port, '127.0.0.1');
+    await once(socket, 'connect');
+    let response = '';
+    socket.on('data', (d) => (response += d));
+    const socketClosed = once(socket, 'close');
+    const exited = once(child, 'exit');
+    // Send the headers and half the body, so the request is in flight when SIGTERM arrives.
+    socket.write(
+      `POST /api/v1/verifications HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${PUBLIC_DEMO_API_KEY}\r\n` +
+        `Content-Type: application/json\r\nIdempotency-Key: 9b2f6c1e-3d4a-4f5b-8c7d-1e2f3a4b5c6d\r\n` +
+        `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(child.exitCode, null, 'the server exited with a request in flight');
+    socket.end(body.slice(10));
+    const [code] = await exited;
+    await socketClosed;
+    assert.match(response, /^HTTP\/1.1 (201|503) /, response);
+    assert.equal(code, 0);
+  });
+
+  it('refuses to start with a configuration it cannot honour', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      cwd: root,
+      env: { ...process.env, SERVICE_MODE: 'production', DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}`, ENCRYPTION_KEY: '' },
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 1);
+    assert.match(stderr, /ENCRYPTION_KEY/);
+  });
+});

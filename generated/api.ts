@@ -347,7 +347,9 @@ export interface components {
          */
         Timestamp: string;
         /**
-         * @description State of the verification (section 3). Clients must tolerate new values.
+         * @description State of the verification (section 3). Clients must tolerate new values. The allowed moves
+         *     are listed in `x-transitions`; nothing leaves `completed`, `failed` or `expired`, and each
+         *     move that names an event emits it to the subscribed webhooks.
          * @enum {string}
          */
         VerificationStatus: "pending_consent" | "processing" | "completed" | "failed" | "expired";
@@ -1178,6 +1180,7 @@ export interface operations {
                     "application/json": components["schemas"]["Verification"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1294,6 +1297,7 @@ export interface operations {
                     "application/json": components["schemas"]["Benchmark"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1323,6 +1327,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
@@ -1389,6 +1394,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1467,6 +1473,7 @@ export interface operations {
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1600,6 +1607,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1621,6 +1629,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

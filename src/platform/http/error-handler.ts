@@ -38,6 +38,7 @@ function isMissing(issue: ValidatorIssue): boolean {
  */
 function fromValidation(error: HttpLikeError): ApiError {
   const issues = error.errors ?? [];
+  if (issues.some((issue) => /malformed uri/i.test(issue.message ?? ''))) return new ApiError('bad_request', 'The request path is not a valid URI.');
   const details: ErrorDetail[] = issues.map((issue) => ({ field: fieldOf(issue.path), issue: issue.message ?? 'is invalid' }));
   const missing = issues.filter(isMissing);
   if (missing.length > 0) {
@@ -64,6 +65,7 @@ export function toApiError(error: unknown, logger: Logger): ApiError {
   if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
     return new ApiError('bad_request', 'Unsupported request body encoding; send UTF-8 JSON.');
   }
+  if (error instanceof URIError) return new ApiError('bad_request', 'The request path is not a valid URI.');
   if (isDatabaseUnavailable(error)) {
     logger.warn({ err: error }, 'database unavailable');
     return new ApiError('service_unavailable', 'The service is temporarily unavailable; retry shortly.', { retryAfterSeconds: 2 });

@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { forEachTarget, requireKey, type ApiResponse, type RequestOptions } from './harness.ts';
+
+/**
+ * Errors: section 7 and D4/D7. The right code from the catalogue for each mistake, always as JSON.
+ * (assertConforms, run on every response, already checks the shape, the documented status and that
+ * no stack trace or source path leaks.)
+ */
+
+type ErrorBody = { error: string; message: string; details?: Array<{ field: string; issue: string }> };
+
+const CREATE_PATH = '/api/v1/verifications';
+const MAX_BODY_BYTES = 256 * 1024;
+
+/** A request that passes validation; each case below breaks exactly one thing in it. */
+const validCreateBody = () => ({ obligor_reference: 'conformance-obligor-0001', creator_platforms: ['youtube'] });
+
+function assertError(response: ApiResponse, status: number, code: string, mentions?: RegExp): void {
+  assert.equal(response.status, status, `${response.method} ${response.url}: ${response.text}`);
+  const body = response.json as ErrorBody;
+  assert.equal(body.error, code, response.text);
+  assert.equal(typeof body.message, 'string');
+  assert.ok(body.message.length > 0, 'the message says what is wrong');
+  // The offending field is named (in the message or details), so a client can tell what to fix.
+  if (mentions) assert.match(response.text, mentions, 'the error names the offending field');
+}
+
+forEachTarget((target) => {
+  const createVerification = (options: RequestOptions) =>
+    target.api.post(CREATE_PATH, { ...options, headers: { 'idempotency-key': randomUUID(), ...options.headers } });
+
+  describe('errors: not_found (404)', () => {
+    it('answers an unknown verification id', async () => {
+      assertError(await target.api.get('/api/v1/verifications/vrf_unknown'), 404, 'not_found');
+    });
+
+    it('answers a well-formed random verification id', async () => {
+      const id = `vrf_${randomBytes(12).toString('hex')}`;
+      assertError(await target.api.get(`/api/v1/verifications/${id}`), 404, 'not_found');
+    });
+
+    it('answers another lender the same way for the same unknown id, so existence is not revealed', async function () {
+      requireKey(this, target, 'otherLender');
+      const id = `vrf_${randomBytes(12).toString('hex')}`;
+      const mine = await target.api.get(`/api/v1/verifications/${id}`, { key: 'lender' });
+      const theirs = await target.api.get(`/api/v1/verifications/${id}`, { key: 'otherLender' });
+      assertError(mine, 404, 'not_found');
+      assertError(theirs, 404, 'not_found');
+      assert.deepEqual(theirs.json, mine.json);
+    });
+
+    it('answers an unknown route under /api/v1', async () => {
+      assertError(await target.api.get('/api/v1/no-such-resource'), 404, 'not_found');
+    });
+
+    it('answers an unknown route outside /api/v1', async () => {
+      assertError(await target.api.get('/no-such-page', { key: null }), 404, 'not_found');
+    });
+
+    it('answers an unknown route with JSON even to a client that asks for HTML (D7)', async () => {
+      const response = await target.api.get('/no-such-page', { key: null, headers: { accept: 'text/html' } });
+      assertError(response, 404, 'not_found');
+      assert.doesNotMatch(response.text, /<html|<!doctype/i);
+    });
+
+    for (const [method, path] of [
+      ['DELETE', '/api/v1/verifications/vrf_unknown'],
+      ['PUT', '/api/v1/verifications'],
+      ['PATCH', '/api/v1/verifications/vrf_unknown'],
+      ['GET', '/api/v1/gdpr/erase'],
+      ['POST', '/healthz'],
+    ] as const) {
+      it(`answers a wrong method on a known route as an unknown route: ${method} ${path} (D7)`, async () => {
+        const isApi = path.startsWith('/api/v1/');
+        const response = await target.api.request(method, path, { key: isApi ? 'lender' : null });
+        assertError(response, 404, 'not_found');
+      });
+    }
+  });
+
+  describe('errors: requests the HTTP layer refuses (D7)', () => {
+    it('answers a request head over the server limit with a JSON error from the catalogue', async () => {
+      const response = await target.api.get('/api/v1/verifications/vrf_unknown', { headers: { 'x-padding': 'p'.repeat(20 * 1024) } });
+      assertError(response, 400, 'bad_request');
+    });
+  });
+
+  describe('errors: bad_request vs validation_error on POST /api/v1/verifications (D4)', () => {
+    it('lets the unbroken request through validation, so each refusal below is about its one defect', async () => {
+      // The create handler may not be delivered yet (503); what matters is that validation passed.
+      const response = await createVerification({ json: validCreateBody() });
+      assert.notEqual(response.status, 400, response.text);
+    });
+
+    it('lets a 100-character obligor_reference through validation (the upper bound)', async () => {
+      const response = await createVerification({ json: { ...validCreateBody(), obligor_reference: 'r'.repeat(100) } });
+      assert.notEqual(response.status, 400, response.text);
+    });
+
+    describe('bad_request', () => {
+      it('for malformed JSON', async () => {
+        const response = await createVerification({ headers: { 'content-type': 'application/json' }, body: '{"obligor_reference": "x",' });
+        assertError(response, 400, 'bad_request');
+      });
+
+      it('for a body sent as text/plain', async () => {
+        const response = await createVerification({ headers: { 'content-type': 'text/plain' }, body: JSON.stringify(validCreateBody()) });
+        assertError(response, 400, 'bad_request');
+      });
+
+      it('for an empty body', async () => {
+        assertError(await createVerification({ headers: { 'content-type': 'application/json' }, body: '' }), 400, 'bad_request');
+      });
+
+      it('for a missing obligor_reference', async () => {
+        const { obligor_reference: _omitted, ...body } = validCreateBody();
+        assertError(await createVerification({ json: body }), 400, 'bad_request', /obligor_reference/);
+      });
+
+      it('for a missing creator_platforms', async () => {
+        const { creator_platforms: _omitted, ...body } = validCreateBody();
+        assertError(await createVerification({ json: body }), 400, 'bad_request', /creator_platforms/);
+      });
+
+      it('for a missing Idempotency-Key header', async () => {
+        const response = await target.api.post(CREATE_PATH, { json: validCreateBody() });
+        assertError(response, 400, 'bad_request', /idempotency-key/i);
+      });
+
+      it('for a body over 256 KiB', async () => {
+        const body = JSON.stringify({ ...validCreateBody(), lender_name: 'x'.repeat(MAX_BODY_BYTES) });
+        assert.ok(Buffer.byteLength(body) > MAX_BODY_BYTES);
+        assertError(await createVerification({ headers: { 'content-type': 'application/json' }, body }), 400, 'bad_request');
+      });
+
+      it('but a body just under 256 KiB is parsed and validated (its too-long lender_name is a validation_error)', async () => {
+        const padding = MAX_BODY_BYTES - Buffer.byteLength(JSON.stringify({ ...validCreateBody(), lender_name: '' })) - 16;
+        const body = JSON.stringify({ ...validCreateBody(), lender_name: 'x'.repeat(padding) });
+        assert.ok(Buffer.byteLength(body) < MAX_BODY_BYTES);
+        assertError(await createVerification({ headers: { 'content-type': 'application/json' }, body }), 400, 'validation_error', /lender_name/);
+      });
+    });
+
+    describe('validation_error', () => {
+      const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+        ['an empty obligor_reference', { obligor_reference: '' }, /obligor_reference/],
+        ['a 101-character obligor_reference', { obligor_reference: 'r'.repeat(101) }, /obligor_reference/],
+        ['an obligor_reference of the wrong type (a number)', { obligor_reference: 4411 }, /obligor_reference/],
+        ['an empty creator_platforms', { creator_platforms: [] }, /creator_platforms/],
+        ['patreon in creator_platforms (D3: not a supported platform)', { creator_platforms: ['patreon'] }, /creator_platforms/],
+        ['a duplicated platform in creator_platforms', { creator_platforms: ['youtube', 'youtube'] }, /creator_platforms/],
+        ['an unknown product_type', { product_type: 'mortgage' }, /product_type/],
+        ['an unknown body field (the request schema is closed)', { favourite_colour: 'blue' }, /favourite_colour/],
+      ];
+      it('for a JSON array instead of an object', async () => {
+        assertError(await createVerification({ json: [validCreateBody()] }), 400, 'validation_error');
+      });
+
+      for (const [what, change, mentions] of cases) {
+        it(`for ${what}`, async () => {
+          assertError(await createVerification({ json: { ...validCreateBody(), ...change } }), 400, 'validation_error', mentions);
+        });
+      }
+
+      it('for an Idempotency-Key that is not a UUID', async () => {
+        const response = await createVerification({ json: validCreateBody(), headers: { 'idempotency-key': 'not-a-uuid' } });
+        assertError(response, 400, 'validation_error', /idempotency-key/i);
+      });
+
+      it('for an Idempotency-Key that is a UUID but not version 4', async () => {
+        const version1 = 'c232ab00-9414-11ec-b3c8-9f6bdeced846';
+        const response = await createVerification({ json: validCreateBody(), headers: { 'idempotency-key': version1 } });
+        assertError(response, 400, 'validation_error', /idempotency-key/i);
+      });
+
+      it('for schema_version=9.9.9 on GET /api/v1/verifications/{id}/tape (D5)', async () => {
+        const response = await target.api.get('/api/v1/verifications/vrf_unknown/tape?schema_version=9.9.9');
+        assertError(response, 400, 'validation_error', /schema_version/);
+      });
+
+      it('for an unknown query parameter on GET /api/v1/verifications/{id}', async () => {
+        const response = await target.api.get('/api/v1/verifications/vrf_unknown?expand=everything');
+        assertError(response, 400, 'validation_error', /expand/);
+      });
+    });
+  });
+});

@@ -1,0 +1,505 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { loadContract, type Contract, type ObservedResponse } from './contract.ts';
+
+/**
+ * Resolves the deployments the suite runs against. With CONFORMANCE_BASE_URL it tests that one
+ * deployment with the keys it is given; otherwise it starts the service itself, as a black box (a
+ * child process, configured only through its environment, accounts made with the operator CLI), on
+ * SQLite and, with TEST_POSTGRES_URL, again on a fresh PostgreSQL database.
+ */
+
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+const START_TIMEOUT_MS = 60_000;
+const READY_TIMEOUT_MS = 20_000;
+const STOP_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 15_000;
+const OUTPUT_TAIL_CHARS = 16_000;
+
+export type KeyName = 'lender' | 'otherLender' | 'gdpr' | 'revoked';
+export type ServiceMode = 'sandbox' | 'production';
+
+export interface Keys {
+  /** Role lender. */
+  lender: string;
+  /** Role lender, of another lender account (tenant isolation). */
+  otherLender?: string;
+  /** Role gdpr_admin, of the same lender account as `lender`. */
+  gdpr?: string;
+  /** A key its operator has revoked. */
+  revoked?: string;
+}
+
+export interface CliLender {
+  id: string;
+  name: string;
+  [field: string]: unknown;
+}
+
+export interface CliKey {
+  id: string;
+  api_key: string;
+  role: string;
+  [field: string]: unknown;
+}
+
+/** The operator CLI of D23, run as a subprocess against the target's own database. */
+export interface Operator {
+  createLender(name: string): Promise<CliLender>;
+  createKey(lenderId: string, role: 'lender' | 'gdpr_admin'): Promise<CliKey>;
+  revokeKey(keyId: string): Promise<CliKey>;
+}
+
+export interface RequestOptions {
+  /** Which of the target's keys to send; null sends no Authorization header. Default `lender`. */
+  key?: KeyName | null;
+  /** A literal key to send as `Bearer <apiKey>`, for keys the test made itself. */
+  apiKey?: string;
+  /** The literal Authorization header value; wins over `key` and `apiKey`. */
+  authorization?: string;
+  headers?: Record<string, string>;
+  /** Sent as `application/json`. */
+  json?: unknown;
+  /** Sent as is; give `headers['content-type']` yourself. */
+  body?: string;
+}
+
+export interface ApiResponse extends ObservedResponse {
+  method: string;
+  url: string;
+}
+
+/**
+ * Every request the suite makes goes through here, and every response is checked against the
+ * contract before a test sees it, so no test can forget to.
+ */
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    private readonly keys: Keys,
+    private readonly contract: Contract,
+  ) {}
+
+  get(path: string, options: RequestOptions = {}): Promise<ApiResponse> {
+    return this.request('GET', path, options);
+  }
+
+  post(path: string, options: RequestOptions = {}): Promise<ApiResponse> {
+    return this.request('POST', path, options);
+  }
+
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
+    const headers: Record<string, string> = { accept: 'application/json', ...lowerCaseKeys(options.headers ?? {}) };
+    const authorization = this.authorizationFor(options);
+    if (authorization !== undefined) headers.authorization = authorization;
+    let body: string | undefined = options.body;
+    if (options.json !== undefined) {
+      body = JSON.stringify(options.json);
+      headers['content-type'] ??= 'application/json';
+    }
+    const url = new URL(path, this.baseUrl).toString();
+    const raw = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    const text = await raw.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    const response: ApiResponse = { method, url, status: raw.status, headers: raw.headers, text, json };
+    this.contract.assertConforms(method, url, response);
+    return response;
+  }
+
+  private authorizationFor(options: RequestOptions): string | undefined {
+    if (options.authorization !== undefined) return options.authorization;
+    if (options.apiKey !== undefined) return `Bearer ${options.apiKey}`;
+    const name = options.key === undefined ? 'lender' : options.key;
+    if (name === null) return undefined;
+    const key = this.keys[name];
+    if (!key) throw new Error(`The target has no "${name}" key; guard the test with requireKey(this, target, '${name}').`);
+    return `Bearer ${key}`;
+  }
+}
+
+const lowerCaseKeys = (record: Record<string, string>) =>
+  Object.fromEntries(Object.entries(record).map(([name, value]) => [name.toLowerCase(), value]));
+
+export interface Target {
+  readonly name: string;
+  readonly baseUrl: string;
+  readonly keys: Keys;
+  /** The suite started this deployment and can run the operator CLI against it. */
+  readonly canOperate: boolean;
+  /** Present exactly when `canOperate`. */
+  readonly operator: Operator | undefined;
+  /** Lender account of `keys.lender`, when the suite made it. */
+  readonly lenderId: string | undefined;
+  /** Mode of the deployment, read from the lender key's prefix (`civ_test_` sandbox, `civ_live_` production). */
+  readonly mode: ServiceMode;
+  readonly api: ApiClient;
+}
+
+interface Started {
+  baseUrl: string;
+  keys: Keys;
+  operator: Operator | undefined;
+  lenderId: string | undefined;
+}
+
+interface TargetDefinition {
+  name: string;
+  start(): Promise<Started>;
+  stop(): Promise<void>;
+}
+
+const modeOfKey = (key: string): ServiceMode => (key.startsWith('civ_live_') ? 'production' : 'sandbox');
+
+/** A target whose fields exist once its `before` hook has started it; mocha runs tests only after that. */
+class TargetHandle implements Target {
+  private started: Started | undefined;
+  private client: ApiClient | undefined;
+  private starting: Promise<void> | undefined;
+
+  constructor(private readonly definition: TargetDefinition) {}
+
+  get name() {
+    return this.definition.name;
+  }
+  get baseUrl() {
+    return this.state.baseUrl;
+  }
+  get keys() {
+    return this.state.keys;
+  }
+  get canOperate() {
+    return this.state.operator !== undefined;
+  }
+  get operator() {
+    return this.state.operator;
+  }
+  get lenderId() {
+    return this.state.lenderId;
+  }
+  get mode() {
+    return modeOfKey(this.state.keys.lender);
+  }
+  get api() {
+    if (!this.client) throw new Error(`Target ${this.name} is not started`);
+    return this.client;
+  }
+
+  private get state(): Started {
+    if (!this.started) throw new Error(`Target ${this.name} is not started`);
+    return this.started;
+  }
+
+  /** Started once per run, however many test files use the target. */
+  ensureStarted(): Promise<void> {
+    this.starting ??= (async () => {
+      const [contract, started] = await Promise.all([loadContract(), this.definition.start()]);
+      this.started = started;
+      this.client = new ApiClient(started.baseUrl, started.keys, contract);
+    })();
+    return this.starting;
+  }
+
+  async stopIfStarted(): Promise<void> {
+    if (!this.starting) return;
+    await this.starting.catch(() => undefined);
+    await this.definition.stop();
+  }
+}
+
+// ---------------------------------------------------------------- self-started service
+
+/** The service's configuration variables (D22 and src/platform/config.ts), none inherited from the caller's shell. */
+const SERVICE_ENV_NAMES = [
+  'PORT',
+  'HOST',
+  'DATABASE_URL',
+  'SERVICE_MODE',
+  'DEMO_API_KEY',
+  'PUBLIC_BASE_URL',
+  'LOG_LEVEL',
+  'WEBHOOK_ALLOW_PRIVATE_TARGETS',
+  'WEBHOOK_RETRY_SCHEDULE',
+  'SANDBOX_COMPLETE_DELAY_MS',
+  'ENCRYPTION_KEY',
+  'TRUST_PROXY',
+  'SHUTDOWN_GRACE_MS',
+  'VALIDATE_RESPONSES',
+];
+
+function serviceEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of SERVICE_ENV_NAMES) delete env[name];
+  return { ...env, ...settings };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const run = promisify(execFile);
+
+class CliOperator implements Operator {
+  constructor(private readonly env: NodeJS.ProcessEnv) {}
+
+  createLender(name: string): Promise<CliLender> {
+    return this.cli<CliLender>(['lender', 'create', '--name', name]);
+  }
+
+  createKey(lenderId: string, role: 'lender' | 'gdpr_admin'): Promise<CliKey> {
+    return this.cli<CliKey>(['key', 'create', '--lender', lenderId, '--role', role]);
+  }
+
+  revokeKey(keyId: string): Promise<CliKey> {
+    return this.cli<CliKey>(['key', 'revoke', '--key-id', keyId]);
+  }
+
+  private async cli<T>(args: string[]): Promise<T> {
+    const command = ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'];
+    try {
+      const { stdout } = await run(process.execPath, command, { cwd: REPO_ROOT, env: this.env, timeout: 30_000 });
+      return JSON.parse(stdout) as T;
+    } catch (error) {
+      const e = error as Error & { stderr?: string; stdout?: string };
+      throw new Error(`admin CLI "${args.join(' ')}" failed: ${e.message}\n${e.stderr ?? ''}${e.stdout ?? ''}`);
+    }
+  }
+}
+
+/** Keeps the end of a stream, so a start-up failure can show what the service said. */
+class OutputTail {
+  private text = '';
+  append(chunk: Buffer | string): void {
+    this.text = (this.text + chunk.toString()).slice(-OUTPUT_TAIL_CHARS);
+  }
+  toString(): string {
+    return this.text;
+  }
+}
+
+interface ServiceDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+class SelfStartedService implements TargetDefinition {
+  private child: ChildProcess | undefined;
+  private database: ServiceDatabase | undefined;
+
+  constructor(
+    readonly name: string,
+    private readonly createDatabase: () => Promise<ServiceDatabase>,
+  ) {}
+
+  async start(): Promise<Started> {
+    this.database = await this.createDatabase();
+    const port = await freePort();
+    const env = serviceEnv({
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SERVICE_MODE: 'sandbox',
+      LOG_LEVEL: 'warn',
+      VALIDATE_RESPONSES: '1',
+      DATABASE_URL: this.database.url,
+    });
+    const operator = new CliOperator(env);
+    // One after another: each CLI run applies migrations, and concurrent runs would contend for the migration lock.
+    const lender = await operator.createLender('Conformance Lender A');
+    const otherLender = await operator.createLender('Conformance Lender B');
+    const lenderKey = await operator.createKey(lender.id, 'lender');
+    const otherLenderKey = await operator.createKey(otherLender.id, 'lender');
+    const gdprKey = await operator.createKey(lender.id, 'gdpr_admin');
+
+    const baseUrl = `http://127.0.0.1:${port}`;
+    await this.spawnService(env, baseUrl);
+    return {
+      baseUrl,
+      keys: { lender: lenderKey.api_key, otherLender: otherLenderKey.api_key, gdpr: gdprKey.api_key },
+      operator,
+      lenderId: lender.id,
+    };
+  }
+
+  private async spawnService(env: NodeJS.ProcessEnv, baseUrl: string): Promise<void> {
+    const output = new OutputTail();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    child.stdout!.on('data', (chunk) => output.append(chunk));
+    child.stderr!.on('data', (chunk) => output.append(chunk));
+    let exited: string | undefined;
+    child.once('exit', (code, signal) => {
+      exited = `exited with ${signal ?? `code ${code}`}`;
+    });
+
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    let lastProblem = 'no answer yet';
+    while (Date.now() < deadline && exited === undefined) {
+      try {
+        const response = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(2_000) });
+        await response.text();
+        if (response.status === 200) return;
+        lastProblem = `/readyz answered ${response.status}`;
+      } catch (error) {
+        lastProblem = (error as Error).message;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const why = exited ?? `not ready after ${READY_TIMEOUT_MS / 1000} s (${lastProblem})`;
+    await this.stopService();
+    throw new Error(`The service on ${this.name} ${why}. Its output:\n${output.toString()}`);
+  }
+
+  private async stopService(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  async stop(): Promise<void> {
+    try {
+      await this.stopService();
+    } finally {
+      const database = this.database;
+      this.database = undefined;
+      await database?.drop();
+    }
+  }
+
+  /** Last resort when the process exits without mocha's `after` hooks (e.g. an uncaught error). */
+  killSync(): void {
+    if (this.child && this.child.exitCode === null) this.child.kill('SIGKILL');
+  }
+}
+
+function sqliteDatabase(): Promise<ServiceDatabase> {
+  const dir = mkdtempSync(join(tmpdir(), 'conformance-'));
+  return Promise.resolve({
+    url: `sqlite:${join(dir, 'conformance.sqlite')}`,
+    drop: async () => rmSync(dir, { recursive: true, force: true }),
+  });
+}
+
+function postgresDatabase(serverUrl: string): () => Promise<ServiceDatabase> {
+  return async () => {
+    const name = `conformance_${randomBytes(6).toString('hex')}`;
+    await withPostgres(serverUrl, (client) => client.query(`CREATE DATABASE ${name}`));
+    const url = new URL(serverUrl);
+    url.pathname = `/${name}`;
+    return {
+      url: url.toString(),
+      drop: () => withPostgres(serverUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+    };
+  };
+}
+
+async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+// ---------------------------------------------------------------- external deployment
+
+class ExternalDeployment implements TargetDefinition {
+  readonly name: string;
+
+  constructor(
+    private readonly baseUrl: string,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {
+    this.name = `external ${baseUrl}`;
+  }
+
+  async start(): Promise<Started> {
+    const lender = this.env.CONFORMANCE_LENDER_KEY;
+    if (!lender) throw new Error('CONFORMANCE_BASE_URL is set but CONFORMANCE_LENDER_KEY (a key with the lender role) is not.');
+    const optional = (name: string) => this.env[name] || undefined;
+    return {
+      baseUrl: this.baseUrl,
+      keys: {
+        lender,
+        otherLender: optional('CONFORMANCE_OTHER_LENDER_KEY'),
+        gdpr: optional('CONFORMANCE_GDPR_KEY'),
+        revoked: optional('CONFORMANCE_REVOKED_KEY'),
+      },
+      operator: undefined,
+      lenderId: undefined,
+    };
+  }
+
+  async stop(): Promise<void> {}
+}
+
+// ---------------------------------------------------------------- the targets of this run
+
+function defineTargets(env: NodeJS.ProcessEnv): TargetDefinition[] {
+  if (env.CONFORMANCE_BASE_URL) return [new ExternalDeployment(env.CONFORMANCE_BASE_URL.replace(/\/+$/, ''), env)];
+  const targets: TargetDefinition[] = [new SelfStartedService('sqlite', sqliteDatabase)];
+  if (env.TEST_POSTGRES_URL) targets.push(new SelfStartedService('postgresql', postgresDatabase(env.TEST_POSTGRES_URL)));
+  return targets;
+}
+
+const handles = defineTargets(process.env).map((definition) => ({ definition, handle: new TargetHandle(definition) }));
+
+// A root-level hook (registered while mocha loads the first test file): targets outlive any one file.
+after(async function stopConformanceTargets() {
+  this.timeout(STOP_TIMEOUT_MS * 3);
+  await Promise.all(handles.map(({ handle }) => handle.stopIfStarted()));
+});
+
+process.once('exit', () => {
+  for (const { definition } of handles) if (definition instanceof SelfStartedService) definition.killSync();
+});
+
+/** Declares `suite` once per target, inside `describe('conformance on <target>')`. */
+export function forEachTarget(suite: (target: Target) => void): void {
+  for (const { handle } of handles) {
+    describe(`conformance on ${handle.name}`, function () {
+      before(async function startTarget() {
+        this.timeout(START_TIMEOUT_MS);
+        await handle.ensureStarted();
+      });
+      suite(handle);
+    });
+  }
+}
+
+/** Skips the running test, with the reason, when the target was not given the key it needs. */
+export function requireKey(context: Mocha.Context, target: Target, name: KeyName): string {
+  const key = target.keys[name];
+  if (!key) {
+    const variable = { lender: 'CONFORMANCE_LENDER_KEY', otherLender: 'CONFORMANCE_OTHER_LENDER_KEY', gdpr: 'CONFORMANCE_GDPR_KEY', revoked: 'CONFORMANCE_REVOKED_KEY' }[name];
+    context.test!.title += ` (skipped: set ${variable} to run it)`;
+    context.skip();
+  }
+  return key!;
+}

@@ -10,13 +10,6 @@ import addFormats from 'ajv-formats';
  * its generated document cannot hide itself.
  */
 
-/**
- * Rate limiting (D8) is delivered by a later piece of work. Until then the service sends no
- * `X-RateLimit-*` headers although the spec marks them required on every /api/v1 response; flip this
- * to true when that work lands, which also un-skips the rate-limit test in probes.test.ts.
- */
-export const EXPECT_RATE_LIMIT_HEADERS = false;
-
 const SPEC_PATH = fileURLToPath(new URL('../spec/openapi.yaml', import.meta.url));
 const SELF = 'https://conformance.invalid/openapi.json';
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
@@ -86,20 +79,14 @@ function describeResponse(method: string, url: string, response: ObservedRespons
   return `${method.toUpperCase()} ${url} → ${response.status} ${response.headers.get('content-type') ?? '(no content-type)'} ${body}`;
 }
 
-export interface ContractOptions {
-  expectRateLimitHeaders: boolean;
-}
-
 export class Contract {
   readonly document: Json;
-  private readonly options: ContractOptions;
   private readonly ajv: Ajv2020;
   private readonly routes: Array<MatchedOperation & { regex: RegExp; literalLength: number }>;
   private readonly validators = new Map<string, ValidateFunction>();
 
-  constructor(document: Json, options: ContractOptions = { expectRateLimitHeaders: EXPECT_RATE_LIMIT_HEADERS }) {
+  constructor(document: Json) {
     this.document = document;
-    this.options = options;
     this.ajv = new Ajv2020({ strict: false, allErrors: true });
     addFormats.default(this.ajv);
     // OpenAPI's own formats; Ajv would otherwise reject a schema that uses them.
@@ -222,8 +209,8 @@ export class Contract {
     for (const [name, declared] of Object.entries<Json>(documented.headers ?? {})) {
       const lower = name.toLowerCase();
       const { node: header, pointer: headerPointer } = this.resolve(declared, `${pointer}/headers/${escapePointer(name)}`);
-      const isRateLimit = RATE_LIMIT_HEADERS.includes(lower);
-      if (isRateLimit && !(this.options.expectRateLimitHeaders && underApi)) continue;
+      // The probes share the error responses of the API but are not rate limited (D8 covers /api/v1).
+      if (RATE_LIMIT_HEADERS.includes(lower) && !underApi) continue;
       const raw = response.headers.get(lower);
       if (raw === null) {
         assert.ok(!header.required, `${context}\n  missing required header ${name}`);

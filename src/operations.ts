@@ -1,7 +1,10 @@
 import type { OperationId } from './platform/http/api-document.ts';
 import type { OperationHandler } from './platform/http/operation-handler.ts';
 import { getHealth, getReadiness } from './platform/http/probes/probes.ts';
+import { createVerification } from './verifications/http/createVerification.ts';
 import { getVerification } from './verifications/http/getVerification.ts';
+import { getVerificationTape } from './verifications/http/getVerificationTape.ts';
+import type { LifecycleDeps } from './verifications/lifecycle.ts';
 import type { VerificationsRepository } from './verifications/verifications-repository.ts';
 
 /**
@@ -10,8 +13,6 @@ import type { VerificationsRepository } from './verifications/verifications-repo
  * an operation is neither handled nor listed here, or is both; `npm run check:operations` prints them.
  */
 export const PENDING_OPERATIONS = {
-  createVerification: 'verification lifecycle',
-  getVerificationTape: 'verification lifecycle',
   createOverlay: 'overlays',
   getBenchmark: 'benchmarks',
   createWebhook: 'webhooks',
@@ -30,6 +31,7 @@ type PendingOperationId = keyof typeof PENDING_OPERATIONS;
 export type OperationHandlers = { [Op in Exclude<OperationId, PendingOperationId>]: OperationHandler<Op> };
 
 export interface HandlerDeps {
+  lifecycle: LifecycleDeps;
   verifications: VerificationsRepository;
   isDatabaseReachable: () => Promise<boolean>;
 }
@@ -38,7 +40,9 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
   return {
     getHealth: getHealth(),
     getReadiness: getReadiness(deps),
+    createVerification: createVerification(deps.lifecycle),
     getVerification: getVerification(deps),
+    getVerificationTape: getVerificationTape(deps),
   };
 }
 

@@ -1,7 +1,12 @@
 import { createServer } from 'node:http';
+import type { Socket } from 'node:net';
+import { anonymousQuotaHeaders } from './platform/http/rate-limit.ts';
 import { ConfigError, loadConfig } from './platform/config.ts';
 import { createLogger } from './platform/logger.ts';
 import { startService } from './service.ts';
+
+/** How often due jobs are looked for; sandbox outcomes land within this of their time. */
+const JOB_POLL_INTERVAL_MS = 250;
 
 async function main(): Promise<void> {
   let config;
@@ -18,10 +23,22 @@ async function main(): Promise<void> {
   const service = await startService(config, logger);
   const server = createServer(service.app);
   server.keepAliveTimeout = 65_000;
+  // Requests Node refuses before Express sees them (oversized headers, broken HTTP) still get a
+  // catalogue error in JSON, never Node's bare status line (D7).
+  server.on('clientError', async (error: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable || error.code === 'ECONNRESET') return socket.destroy();
+    const body = JSON.stringify({ error: 'bad_request', message: error.code === 'HPE_HEADER_OVERFLOW' ? 'Request headers are too large.' : 'Malformed HTTP request.' });
+    const quota = await anonymousQuotaHeaders(service.rateLimits, socket.remoteAddress).catch(() => ({}));
+    const headers = Object.entries({ ...quota, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close' })
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
+    if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\n${headers}\r\n${body}`);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
   });
+  service.jobs.start(JOB_POLL_INTERVAL_MS);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;

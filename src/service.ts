@@ -3,23 +3,32 @@ import type { Express } from 'express';
 import { AccountsRepository } from './accounts/accounts-repository.ts';
 import { ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
 import type { Config } from './platform/config.ts';
+import { systemClock, type Clock } from './platform/clock.ts';
 import { openDatabase, type Database } from './platform/db/database.ts';
 import { loadApiDocument } from './platform/http/api-document.ts';
 import { createHttpApp } from './platform/http/app.ts';
+import { RateLimits } from './platform/http/rate-limit.ts';
+import { JobQueue } from './platform/jobs/job-queue.ts';
+import { JobRunner } from './platform/jobs/job-runner.ts';
 import type { Logger } from './platform/logger.ts';
 import { createHandlers, PENDING_OPERATIONS } from './operations.ts';
-import { validatePolicyOverrides } from './policy-overrides.ts';
+import { validatePolicyOverrides } from './tape/index.ts';
+import { expireConsent, JOB_KINDS, runSandboxStep, type LifecycleDeps } from './verifications/lifecycle.ts';
 import { VerificationsRepository } from './verifications/verifications-repository.ts';
 
 export interface Service {
   app: Express;
   db: Database;
   encryptionKey: Buffer;
+  /** Durable jobs; the server polls them, tests call `runDue()` after moving their clock. */
+  jobs: JobRunner;
+  verifications: VerificationsRepository;
+  rateLimits: RateLimits;
   close(): Promise<void>;
 }
 
 export interface ServiceOptions {
-  now?: () => Date;
+  clock?: Clock;
 }
 
 /**
@@ -32,27 +41,65 @@ async function resolveEncryptionKey(config: Config, accounts: AccountsRepository
   return Buffer.from(stored, 'base64');
 }
 
-export function adminContext(config: Pick<Config, 'mode'>, accounts: AccountsRepository, now: () => Date = () => new Date()): AdminContext {
-  return { accounts, mode: config.mode, now, validatePolicyOverrides };
+export function adminContext(config: Pick<Config, 'mode'>, accounts: AccountsRepository, clock: Clock = systemClock): AdminContext {
+  return {
+    accounts,
+    mode: config.mode,
+    now: () => clock.now(),
+    validatePolicyOverrides: (productType, overrides) => {
+      const result = validatePolicyOverrides(productType, overrides);
+      if (!result.ok) throw result.error;
+    },
+  };
 }
 
 /** Opens the database, applies migrations and builds the HTTP app; the caller decides where it listens. */
 export async function startService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
-  const now = options.now ?? (() => new Date());
+  const clock = options.clock ?? systemClock;
   const db = openDatabase(config.databaseUrl);
   try {
     await db.migrate();
     const accounts = new AccountsRepository(db.knex);
     const encryptionKey = await resolveEncryptionKey(config, accounts);
     if (config.mode === 'sandbox' && config.demoApiKey) {
-      await ensureDemoAccount(adminContext(config, accounts, now), config.demoApiKey);
+      await ensureDemoAccount(adminContext(config, accounts, clock), config.demoApiKey);
     }
-    const handlers = createHandlers({
-      verifications: new VerificationsRepository(db.knex),
-      isDatabaseReachable: () => db.isReachable(),
-    });
-    const app = createHttpApp({ config, logger, accounts, apiDocument: loadApiDocument(), handlers, pendingOperations: PENDING_OPERATIONS });
-    return { app, db, encryptionKey, close: () => db.close() };
+    const queue = new JobQueue(db.knex, db.dialect);
+    const verifications = new VerificationsRepository(db.knex, db.dialect, queue);
+    const lifecycle: LifecycleDeps = {
+      verifications,
+      config,
+      now: () => clock.now(),
+      scoringProfileOf: async (lenderId) => ({
+        jurisdiction: (await accounts.findLender(lenderId))?.jurisdiction ?? 'other',
+        policies: await accounts.findPolicies(lenderId),
+      }),
+    };
+    const jobs = new JobRunner(
+      queue,
+      {
+        [JOB_KINDS.expireConsent]: (job, now) => expireConsent(lifecycle, job.subjectId, now),
+        [JOB_KINDS.sandboxStep]: (job, now) =>
+          runSandboxStep(lifecycle, { verificationId: job.subjectId, lenderId: String(job.payload.lenderId), step: Number(job.payload.step) }, now),
+      },
+      clock,
+      logger,
+    );
+    const handlers = createHandlers({ lifecycle, verifications, isDatabaseReachable: () => db.isReachable() });
+    const rateLimits = new RateLimits(db);
+    const app = createHttpApp({ config, logger, accounts, rateLimits, apiDocument: loadApiDocument(), handlers, pendingOperations: PENDING_OPERATIONS });
+    return {
+      app,
+      db,
+      encryptionKey,
+      jobs,
+      verifications,
+      rateLimits,
+      async close() {
+        await jobs.stop();
+        await db.close();
+      },
+    };
   } catch (error) {
     await db.close();
     throw error;

@@ -130,6 +130,13 @@ export class AccountsRepository {
     return rows.map(toKey);
   }
 
+  async setKeyRateLimit(keyId: string, limit: { perMinute: number; burst: number } | null): Promise<boolean> {
+    const updated = await this.knex('api_keys')
+      .where({ id: keyId })
+      .update({ rate_limit_per_minute: limit?.perMinute ?? null, rate_limit_burst: limit?.burst ?? null });
+    return updated === 1;
+  }
+
   async revokeKey(keyId: string, revokedAt: string): Promise<ApiKeyRecord | null> {
     await this.knex('api_keys').where({ id: keyId }).whereNull('revoked_at').update({ revoked_at: revokedAt });
     const row = await this.knex<KeyRow>('api_keys').where({ id: keyId }).first();
@@ -142,10 +149,20 @@ export class AccountsRepository {
       .join('lender_accounts as l', 'l.id', 'k.lender_id')
       .where('k.key_hash', keyHash)
       .whereNull('k.revoked_at')
-      .first('k.id as key_id', 'k.role as key_role', 'l.*');
+      .first('k.id as key_id', 'k.role as key_role', 'k.rate_limit_per_minute as key_per_minute', 'k.rate_limit_burst as key_burst', 'l.*');
     if (!row) return null;
-    const { key_id, key_role, ...lender } = row as LenderRow & { key_id: string; key_role: string };
-    return { keyId: key_id, role: key_role as Role, lender: toLender(lender) };
+    const { key_id, key_role, key_per_minute, key_burst, ...lender } = row as LenderRow & {
+      key_id: string;
+      key_role: string;
+      key_per_minute: number | null;
+      key_burst: number | null;
+    };
+    return {
+      keyId: key_id,
+      role: key_role as Role,
+      lender: toLender(lender),
+      keyRateLimit: key_per_minute && key_burst ? { perMinute: key_per_minute, burst: key_burst } : null,
+    };
   }
 
   async readSetting(name: string): Promise<string | null> {

@@ -59,18 +59,10 @@ export async function updateLender(
   const changes: LenderChanges = {};
   if (input.plan !== undefined) changes.plan = oneOf<Plan>('plan', input.plan, PLANS);
   if (input.jurisdiction !== undefined) changes.jurisdiction = oneOf<Jurisdiction>('jurisdiction', input.jurisdiction, JURISDICTIONS);
-  if ((input.rateLimit === undefined) !== (input.burst === undefined)) {
-    throw new AdminError('--rate-limit and --burst go together');
-  }
-  if (input.rateLimit !== undefined && input.burst !== undefined) {
-    if (!Number.isInteger(input.rateLimit) || input.rateLimit < 1 || input.rateLimit > 1_000_000) {
-      throw new AdminError('rate limit must be a whole number of requests per minute, 1 to 1000000');
-    }
-    if (!Number.isInteger(input.burst) || input.burst < 1 || input.burst > input.rateLimit) {
-      throw new AdminError('burst must be a whole number of requests per second, 1 to the rate limit');
-    }
-    changes.rateLimitPerMinute = input.rateLimit;
-    changes.rateLimitBurst = input.burst;
+  const limit = rateLimitOf(input);
+  if (limit) {
+    changes.rateLimitPerMinute = limit.perMinute;
+    changes.rateLimitBurst = limit.burst;
   }
   if (input.allowlist !== undefined) {
     try {
@@ -81,6 +73,26 @@ export async function updateLender(
   }
   if (Object.keys(changes).length === 0) throw new AdminError('nothing to change: give --plan, --jurisdiction, --rate-limit/--burst or --allowlist');
   return (await ctx.accounts.updateLender(input.id, changes, ctx.now().toISOString()))!;
+}
+
+function rateLimitOf(input: { rateLimit?: number; burst?: number }): { perMinute: number; burst: number } | null {
+  if ((input.rateLimit === undefined) !== (input.burst === undefined)) throw new AdminError('--rate-limit and --burst go together');
+  if (input.rateLimit === undefined || input.burst === undefined) return null;
+  if (!Number.isInteger(input.rateLimit) || input.rateLimit < 1 || input.rateLimit > 1_000_000) {
+    throw new AdminError('rate limit must be a whole number of requests per minute, 1 to 1000000');
+  }
+  if (!Number.isInteger(input.burst) || input.burst < 1 || input.burst > input.rateLimit) {
+    throw new AdminError('burst must be a whole number of requests per second, 1 to the rate limit');
+  }
+  return { perMinute: input.rateLimit, burst: input.burst };
+}
+
+/** D8: an operator can give one key a higher limit than its lender's plan. */
+export async function setKeyRateLimit(ctx: AdminContext, input: { keyId: string; rateLimit?: number; burst?: number }): Promise<{ perMinute: number; burst: number }> {
+  const limit = rateLimitOf(input);
+  if (!limit) throw new AdminError('give --rate-limit and --burst');
+  if (!(await ctx.accounts.setKeyRateLimit(input.keyId, limit))) throw new AdminError(`No API key ${input.keyId}`);
+  return limit;
 }
 
 export async function setPolicy(

@@ -33,4 +33,6 @@ export interface Principal {
   keyId: string;
   role: Role;
   lender: LenderAccount;
+  /** An operator's limit for this one key (D8), above the lender's and the plan's. */
+  keyRateLimit: { perMinute: number; burst: number } | null;
 }

@@ -107,6 +107,14 @@ export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>)
         keys.length === 0 ? ['No keys.'] : keys.map((k) => `${k.id}  ${k.role.padEnd(10)} ${k.keyPrefix}…  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`),
       );
     });
+  json(key.command('limit').description('give one key its own rate limit (D8)'))
+    .requiredOption('--key-id <keyId>', 'key id (key_...)')
+    .requiredOption('--rate-limit <perMinute>', 'requests per minute', integer('--rate-limit'))
+    .requiredOption('--burst <perSecond>', 'requests per second', integer('--burst'))
+    .action(async (options) => {
+      const limit = await run((ctx) => admin.setKeyRateLimit(ctx, options));
+      print(options, { key_id: options.keyId, ...limit }, () => [`Key ${options.keyId}: ${limit.perMinute} requests/min, burst ${limit.burst}/s.`]);
+    });
   json(key.command('revoke').description('revoke a key; effective on its next request'))
     .requiredOption('--key-id <keyId>', 'key id (key_...)')
     .action(async (options) => {

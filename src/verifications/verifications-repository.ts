@@ -1,7 +1,43 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/api.ts';
+import type { RiskTape200 } from '../../generated/tape.ts';
+import type { Dialect } from '../platform/db/database.ts';
+import type { JobQueue, NewJob } from '../platform/jobs/job-queue.ts';
+import type { FailureReason, Transition, VerificationStatus } from './state-machine.ts';
 
 export type VerificationResource = components['schemas']['Verification'];
+type Platform = VerificationResource['creator_platforms'][number];
+type ConnectionStatus = VerificationResource['platform_connections'][number]['status'];
+
+/** A verification as the lifecycle needs it (the resource is built from the same row). */
+export interface VerificationRecord {
+  id: string;
+  lenderId: string;
+  obligorReference: string;
+  creatorPlatforms: Platform[];
+  lenderName: string;
+  productType: VerificationResource['product_type'];
+  declaredMonthlyObligationsEur: number | null;
+  status: VerificationStatus;
+  failureReason: FailureReason | null;
+  consentUrl: string;
+  expiresAt: string;
+  createdAt: string;
+  updatedAt: string;
+  completedAt: string | null;
+  tapeSchemaVersion: string | null;
+}
+
+export interface NewVerification extends Omit<VerificationRecord, 'failureReason' | 'completedAt' | 'tapeSchemaVersion' | 'updatedAt'> {
+  consentTokenHash: string;
+}
+
+export interface IdempotencyRecord {
+  requestFingerprint: string;
+  responseStatus: number;
+  responseBody: unknown;
+  expiresAt: string;
+}
 
 interface VerificationRow {
   id: string;
@@ -21,41 +57,218 @@ interface VerificationRow {
   tape_schema_version: string | null;
 }
 
-/** The only code that reads or writes verifications. Every method takes the lender id: tenant isolation is not optional. */
+const toRecord = (row: VerificationRow): VerificationRecord => ({
+  id: row.id,
+  lenderId: row.lender_id,
+  obligorReference: row.obligor_reference,
+  creatorPlatforms: JSON.parse(row.creator_platforms),
+  lenderName: row.lender_name,
+  productType: row.product_type as VerificationRecord['productType'],
+  declaredMonthlyObligationsEur: row.declared_monthly_obligations_eur === null ? null : Number(row.declared_monthly_obligations_eur),
+  status: row.status as VerificationStatus,
+  failureReason: row.failure_reason as FailureReason | null,
+  consentUrl: row.consent_url,
+  expiresAt: row.expires_at,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  completedAt: row.completed_at,
+  tapeSchemaVersion: row.tape_schema_version,
+});
+
+export function toResource(record: VerificationRecord, connectionStatus: ReadonlyMap<string, string>): VerificationResource {
+  const resource: VerificationResource = {
+    verification_id: record.id,
+    status: record.status,
+    obligor_reference: record.obligorReference,
+    creator_platforms: record.creatorPlatforms,
+    lender_name: record.lenderName,
+    product_type: record.productType,
+    consent_url: record.consentUrl,
+    expires_at: record.expiresAt,
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    completed_at: record.completedAt,
+    failure_reason: record.failureReason,
+    platform_connections: record.creatorPlatforms.map((platform) => ({
+      platform,
+      status: (connectionStatus.get(platform) ?? 'not_connected') as ConnectionStatus,
+    })),
+    schema_version: record.tapeSchemaVersion as VerificationResource['schema_version'],
+  };
+  if (record.declaredMonthlyObligationsEur !== null) resource.declared_monthly_obligations_eur = record.declaredMonthlyObligationsEur;
+  return resource;
+}
+
+/**
+ * Reads and writes of one unit of work. Everything a state change triggers (transition row, event,
+ * tape, jobs) goes through one store so it commits or rolls back together.
+ */
+export class VerificationStore {
+  constructor(
+    private readonly trx: Knex,
+    private readonly dialect: Dialect,
+    private readonly jobs: JobQueue,
+  ) {}
+
+  async insert(verification: NewVerification, connections: Array<{ platform: Platform; status: ConnectionStatus }>): Promise<void> {
+    await this.trx('verifications').insert({
+      id: verification.id,
+      lender_id: verification.lenderId,
+      obligor_reference: verification.obligorReference,
+      creator_platforms: JSON.stringify(verification.creatorPlatforms),
+      lender_name: verification.lenderName,
+      product_type: verification.productType,
+      declared_monthly_obligations_eur: verification.declaredMonthlyObligationsEur,
+      status: verification.status,
+      consent_token_hash: verification.consentTokenHash,
+      consent_url: verification.consentUrl,
+      expires_at: verification.expiresAt,
+      created_at: verification.createdAt,
+      updated_at: verification.createdAt,
+    });
+    await this.setConnections(verification.id, connections, verification.createdAt);
+  }
+
+  async setConnections(verificationId: string, connections: Array<{ platform: Platform; status: ConnectionStatus }>, at: string): Promise<void> {
+    if (connections.length === 0) return;
+    await this.trx('platform_connections')
+      .insert(connections.map((c) => ({ verification_id: verificationId, platform: c.platform, status: c.status, updated_at: at })))
+      .onConflict(['verification_id', 'platform'])
+      .merge(['status', 'updated_at']);
+  }
+
+  /** Reads the verification and, on PostgreSQL, locks its row until the transaction ends. */
+  async lock(verificationId: string): Promise<VerificationRecord | null> {
+    const query = this.trx<VerificationRow>('verifications').where({ id: verificationId }).first();
+    const row = this.dialect === 'postgres' ? await query.forUpdate() : await query;
+    return row ? toRecord(row) : null;
+  }
+
+  async resource(record: VerificationRecord): Promise<VerificationResource> {
+    const connections = await this.trx('platform_connections').where({ verification_id: record.id }).select('platform', 'status');
+    return toResource(record, new Map(connections.map((c: { platform: string; status: string }) => [c.platform, c.status])));
+  }
+
+  async applyStatus(
+    verificationId: string,
+    transition: Transition,
+    change: { at: string; reason: FailureReason | null; tapeSchemaVersion?: string },
+  ): Promise<void> {
+    const columns: Record<string, unknown> = { status: transition.to, updated_at: change.at };
+    if (transition.to === 'completed') columns.completed_at = change.at;
+    if (transition.to === 'failed') columns.failure_reason = change.reason;
+    if (change.tapeSchemaVersion) columns.tape_schema_version = change.tapeSchemaVersion;
+    // Compare-and-set on the status: a concurrent move that got there first makes this one fail loudly.
+    const updated = await this.trx('verifications')
+      .where({ id: verificationId, status: transition.from ?? transition.to })
+      .update(columns);
+    if (updated !== 1) throw new Error(`verification ${verificationId} is no longer ${transition.from ?? transition.to}`);
+    await this.trx('verification_transitions').insert({
+      verification_id: verificationId,
+      from_status: transition.from,
+      to_status: transition.to,
+      trigger: transition.trigger,
+      reason: change.reason,
+      at: change.at,
+    });
+  }
+
+  async recordEvent(event: { id: string; lenderId: string; verificationId: string; name: string; payload: unknown; occurredAt: string }): Promise<void> {
+    await this.trx('events').insert({
+      id: event.id,
+      lender_id: event.lenderId,
+      verification_id: event.verificationId,
+      name: event.name,
+      payload: JSON.stringify(event.payload),
+      occurred_at: event.occurredAt,
+    });
+  }
+
+  async saveTape(verificationId: string, tape: RiskTape200, generatedAt: string): Promise<void> {
+    await this.trx('tapes')
+      .insert({ verification_id: verificationId, tape: JSON.stringify(tape), generated_at: generatedAt })
+      .onConflict('verification_id')
+      .merge(['tape', 'generated_at']);
+  }
+
+  async enqueue(job: NewJob, now: Date): Promise<void> {
+    await this.jobs.enqueue(this.trx, job, now);
+  }
+
+  /**
+   * Claims an Idempotency-Key for this request. Returns the stored answer when the key is taken; on
+   * PostgreSQL a concurrent request with the same key waits here until the first one commits.
+   */
+  async claimIdempotencyKey(
+    lenderId: string,
+    key: string,
+    fingerprint: string,
+    now: string,
+    expiresAt: string,
+  ): Promise<IdempotencyRecord | null> {
+    const insert = () =>
+      this.trx('idempotency_keys')
+        .insert({ lender_id: lenderId, idempotency_key: key, request_fingerprint: fingerprint, created_at: now, expires_at: expiresAt })
+        .onConflict(['lender_id', 'idempotency_key'])
+        .ignore()
+        .returning('idempotency_key');
+    if ((await insert()).length === 1) return null;
+    const row = await this.trx('idempotency_keys').where({ lender_id: lenderId, idempotency_key: key }).first();
+    if (row.expires_at <= now) {
+      // The key lived its 24 hours: it is free again (section 8).
+      await this.trx('idempotency_keys').where({ lender_id: lenderId, idempotency_key: key }).delete();
+      if ((await insert()).length === 1) return null;
+      throw new Error(`idempotency key ${key} was claimed concurrently`);
+    }
+    return {
+      requestFingerprint: row.request_fingerprint,
+      responseStatus: row.response_status,
+      responseBody: row.response_body === null ? null : JSON.parse(row.response_body),
+      expiresAt: row.expires_at,
+    };
+  }
+
+  async storeIdempotentResponse(lenderId: string, key: string, status: number, body: unknown, verificationId: string): Promise<void> {
+    await this.trx('idempotency_keys')
+      .where({ lender_id: lenderId, idempotency_key: key })
+      .update({ response_status: status, response_body: JSON.stringify(body), verification_id: verificationId });
+  }
+}
+
+/** The only code that reads or writes verifications. Every lender-facing read takes the lender id. */
 export class VerificationsRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    private readonly dialect: Dialect,
+    private readonly jobs: JobQueue,
+  ) {}
+
+  async transaction<T>(work: (store: VerificationStore) => Promise<T>): Promise<T> {
+    return this.knex.transaction((trx) => work(new VerificationStore(trx, this.dialect, this.jobs)));
+  }
 
   async findForLender(lenderId: string, verificationId: string): Promise<VerificationResource | null> {
     const row = await this.knex<VerificationRow>('verifications').where({ id: verificationId, lender_id: lenderId }).first();
     if (!row) return null;
-    const connections = await this.knex('platform_connections')
-      .where({ verification_id: row.id })
-      .select('platform', 'status');
-    return toResource(row, new Map(connections.map((c: { platform: string; status: string }) => [c.platform, c.status])));
+    return new VerificationStore(this.knex, this.dialect, this.jobs).resource(toRecord(row));
   }
-}
 
-function toResource(row: VerificationRow, connectionStatus: Map<string, string>): VerificationResource {
-  const platforms = JSON.parse(row.creator_platforms) as VerificationResource['creator_platforms'];
-  const resource: VerificationResource = {
-    verification_id: row.id,
-    status: row.status as VerificationResource['status'],
-    obligor_reference: row.obligor_reference,
-    creator_platforms: platforms,
-    lender_name: row.lender_name,
-    product_type: row.product_type as VerificationResource['product_type'],
-    consent_url: row.consent_url,
-    expires_at: row.expires_at,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    completed_at: row.completed_at,
-    failure_reason: row.failure_reason as VerificationResource['failure_reason'],
-    platform_connections: platforms.map((platform) => ({
-      platform,
-      status: (connectionStatus.get(platform) ?? 'not_connected') as VerificationResource['platform_connections'][number]['status'],
-    })),
-    schema_version: row.tape_schema_version as VerificationResource['schema_version'],
-  };
-  if (row.declared_monthly_obligations_eur !== null) resource.declared_monthly_obligations_eur = row.declared_monthly_obligations_eur;
-  return resource;
+  async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
+    const row = await this.knex('verifications as v')
+      .leftJoin('tapes as t', 't.verification_id', 'v.id')
+      .where({ 'v.id': verificationId, 'v.lender_id': lenderId })
+      .first('v.status', 't.tape');
+    if (!row) return null;
+    return { status: row.status, tape: row.tape ? JSON.parse(row.tape) : null };
+  }
+
+  async transitionsOf(verificationId: string): Promise<Array<{ from: string | null; to: string; trigger: string; reason: string | null; at: string }>> {
+    const rows = await this.knex('verification_transitions').where({ verification_id: verificationId }).orderBy('id');
+    return rows.map((r: any) => ({ from: r.from_status, to: r.to_status, trigger: r.trigger, reason: r.reason, at: r.at }));
+  }
+
+  async eventsOf(verificationId: string): Promise<Array<{ id: string; name: string; payload: unknown; occurredAt: string }>> {
+    const rows = await this.knex('events').where({ verification_id: verificationId }).orderBy('sequence');
+    return rows.map((r: any) => ({ id: r.id, name: r.name, payload: JSON.parse(r.payload), occurredAt: r.occurred_at }));
+  }
 }

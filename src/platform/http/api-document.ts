@@ -14,6 +14,8 @@ export interface ApiOperation {
   expressPath: string;
   /** Roles allowed by the operation's bearer security requirement; empty for public operations. */
   roles: string[];
+  /** Names of the header parameters, as the spec spells them. */
+  headerParameters: string[];
 }
 
 type Json = Record<string, any>;
@@ -32,12 +34,16 @@ export function listOperations(doc: Json): ApiOperation[] {
     METHODS.filter((method) => item[method]).map((method) => {
       const operation = item[method];
       const security: Json[] = operation.security ?? doc.security ?? [];
+      const parameters: Json[] = (operation.parameters ?? []).map((p: Json) =>
+        typeof p.$ref === 'string' ? doc.components.parameters[p.$ref.split('/').pop()!] : p,
+      );
       return {
         operationId: operation.operationId,
         method,
         path,
         expressPath: path.replace(/\{([^}]+)\}/g, ':$1'),
         roles: security.flatMap((requirement) => requirement.bearerAuth ?? []),
+        headerParameters: parameters.filter((p) => p.in === 'header').map((p) => p.name),
       };
     }),
   );

@@ -9,6 +9,7 @@ import { testDatabases, type TestDatabase } from '../db/testing.ts';
 import { createLogger } from '../logger.ts';
 import { loadApiDocument } from './api-document.ts';
 import { createHttpApp } from './app.ts';
+import { RateLimits } from './rate-limit.ts';
 
 /** Captures every log line so tests can prove what never reaches the log. */
 function captureLog() {
@@ -121,10 +122,11 @@ for (const factory of testDatabases()) {
 describe('HTTP app error handling', () => {
   const logger = captureLog().logger;
   const accounts = {
-    findPrincipalByKeyHash: async () => ({ keyId: 'key_test', role: 'lender', lender: { id: 'lnd_test', ipAllowlist: [] } }),
+    findPrincipalByKeyHash: async () => ({ keyId: 'key_test', role: 'lender', lender: { id: 'lnd_test', plan: 'pilot', ipAllowlist: [] }, keyRateLimit: null }),
   } as unknown as AccountsRepository;
+  const rateLimits = new RateLimits({ dialect: 'sqlite', knex: undefined as never });
   const build = (handlers: Parameters<typeof createHttpApp>[0]['handlers']) =>
-    createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: true }, logger, accounts, apiDocument: loadApiDocument(), handlers, pendingOperations: {} });
+    createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: true }, logger, accounts, rateLimits, apiDocument: loadApiDocument(), handlers, pendingOperations: {} });
 
   it('turns an uncaught exception into internal_error without a stack trace', async () => {
     const app = build({
@@ -158,7 +160,7 @@ describe('HTTP app error handling', () => {
     const broken = loadApiDocument();
     broken.components.schemas.Health.properties.status = { type: 'string', pattern: '([' };
     assert.throws(
-      () => createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: false }, logger, accounts, apiDocument: broken, handlers: {}, pendingOperations: {} }),
+      () => createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: false }, logger, accounts, rateLimits, apiDocument: broken, handlers: {}, pendingOperations: {} }),
       /schemas Ajv refuses[\s\S]*Health/,
     );
   });

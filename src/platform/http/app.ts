@@ -5,17 +5,19 @@ import { pinoHttp } from 'pino-http';
 import type { AccountsRepository } from '../../accounts/accounts-repository.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { assertSchemasCompile, listOperations, type OperationId } from './api-document.ts';
+import { assertSchemasCompile, listOperations, type ApiOperation, type OperationId } from './api-document.ts';
 import { authenticate, requireRole } from './authenticate.ts';
 import { ApiError } from './error-catalogue.ts';
 import { errorHandler } from './error-handler.ts';
 import type { OperationHandler, OperationRequest } from './operation-handler.ts';
 import { mountDocs } from './docs.ts';
+import { rateLimitByKey, type RateLimits } from './rate-limit.ts';
 
 export interface HttpAppDeps {
   config: Pick<Config, 'mode' | 'trustProxy' | 'validateResponses'>;
   logger: Logger;
   accounts: AccountsRepository;
+  rateLimits: RateLimits;
   apiDocument: Record<string, any>;
   handlers: Partial<Record<OperationId, OperationHandler<any>>>;
   /** Operations in the spec whose handlers belong to work not yet delivered, with what delivers them. */
@@ -25,12 +27,13 @@ export interface HttpAppDeps {
 /** Requests bodies beyond this are refused as `bad_request` (D4). */
 export const MAX_BODY_BYTES = 256 * 1024;
 
-function adapt(operationId: OperationId, handler: OperationHandler<any>): RequestHandler {
+function adapt(operation: ApiOperation, handler: OperationHandler<any>): RequestHandler {
   return async (req, res) => {
     const request: OperationRequest<any> = {
       params: req.params,
       query: req.query,
-      headers: req.headers,
+      // Spelled as in the spec (and the generated types), not as Node lower-cases them.
+      headers: Object.fromEntries(operation.headerParameters.map((name) => [name, req.get(name)])),
       body: req.body,
       principal: req.principal ?? null,
       requestId: req.requestId!,
@@ -94,7 +97,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   mountDocs(app, apiDocument);
 
   // Authentication first: a caller without a valid key learns nothing about its request body.
-  app.use('/api/v1', authenticate({ accounts: deps.accounts, mode: deps.config.mode }));
+  app.use('/api/v1', authenticate({ accounts: deps.accounts, mode: deps.config.mode, limits: deps.rateLimits }), rateLimitByKey(deps.rateLimits, deps.config.mode));
   app.use(express.json({ limit: MAX_BODY_BYTES, strict: true, type: ['application/json', 'application/*+json'] }));
   app.use(
     OpenApiValidator.middleware({
@@ -111,7 +114,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   for (const operation of operations) {
     const handler = deps.handlers[operation.operationId];
     const deliveredBy = deps.pendingOperations[operation.operationId];
-    const route = handler ? adapt(operation.operationId, handler) : pending(operation.operationId, deliveredBy ?? 'no handler');
+    const route = handler ? adapt(operation, handler) : pending(operation.operationId, deliveredBy ?? 'no handler');
     app[operation.method](operation.expressPath, route);
   }
 

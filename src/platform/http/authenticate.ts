@@ -5,6 +5,7 @@ import { isAllowed } from '../../accounts/ip-allowlist.ts';
 import type { Principal } from '../../accounts/model.ts';
 import type { ServiceMode } from '../config.ts';
 import { ApiError } from './error-catalogue.ts';
+import { limitAnonymous, type RateLimits } from './rate-limit.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -21,8 +22,8 @@ const unauthorized = (message: string) =>
  * before the rate limiter, so every /api/v1 request is attributed to a key or refused with 401.
  * The key is looked up by hash on every request, so a revocation takes effect on the next one (D9).
  */
-export function authenticate(deps: { accounts: AccountsRepository; mode: ServiceMode }): RequestHandler {
-  return async (req, _res, next) => {
+export function authenticate(deps: { accounts: AccountsRepository; mode: ServiceMode; limits: RateLimits }): RequestHandler {
+  return async (req, res, next) => {
     try {
       const header = req.get('authorization');
       if (header === undefined || header.trim() === '') {
@@ -44,6 +45,10 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
       req.principal = principal;
       next();
     } catch (error) {
+      // Failed attempts count against the client address (D8), so guessing keys is slow.
+      if (error instanceof ApiError && error.code === 'unauthorized') {
+        await limitAnonymous(deps.limits, req, res).catch((refusal) => (error = refusal));
+      }
       next(error);
     }
   };

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import * as accounts from './20261121_001_accounts.ts';
 import * as verifications from './20261121_002_verifications.ts';
+import * as lifecycle from './20261121_003_lifecycle.ts';
+import * as rateLimits from './20261121_004_rate_limits.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -8,6 +10,8 @@ type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void
 const ordered: Array<[string, Migration]> = [
   ['20261121_001_accounts', accounts],
   ['20261121_002_verifications', verifications],
+  ['20261121_003_lifecycle', lifecycle],
+  ['20261121_004_rate_limits', rateLimits],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import request from 'supertest';
+import { AccountsRepository } from '../../accounts/accounts-repository.ts';
+import * as admin from '../../accounts/lender-admin.ts';
+import { adminContext, startService, type Service } from '../../service.ts';
+import { loadConfig } from '../config.ts';
+import { testDatabases, type TestDatabase } from '../db/testing.ts';
+import { createLogger } from '../logger.ts';
+import { ANONYMOUS_QUOTA } from './rate-limit.ts';
+
+for (const factory of testDatabases()) {
+  describe(`rate limits on ${factory.name} (D8)`, function () {
+    this.timeout(30_000);
+    let testDb: TestDatabase;
+    let services: Service[];
+    let ctx: admin.AdminContext;
+
+    before(async () => {
+      testDb = await factory.create();
+      const config = loadConfig({ DATABASE_URL: testDb.url, SERVICE_MODE: 'production', ENCRYPTION_KEY: 'd'.repeat(64) });
+      // Two app instances on one database: like two server processes behind a load balancer.
+      services = [await startService(config, createLogger({ level: 'silent' })), await startService(config, createLogger({ level: 'silent' }))];
+      ctx = adminContext(config, new AccountsRepository(services[0]!.db.knex));
+    });
+    after(async () => {
+      for (const service of services) await service.close();
+      await testDb.drop();
+    });
+
+    const call = (service: Service, key: string) =>
+      request(service.app).get('/api/v1/verifications/vrf_unknown').auth(key, { type: 'bearer' });
+
+    it('describes the pilot quota on every response, errors included', async () => {
+      const lender = await admin.createLender(ctx, { name: 'Pilot Lender', plan: 'pilot' });
+      const { apiKey } = await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' });
+      const response = await call(services[0]!, apiKey);
+      assert.equal(response.status, 404);
+      assert.equal(response.headers['x-ratelimit-limit'], '60');
+      assert.equal(response.headers['x-ratelimit-remaining'], '59');
+      const reset = Number(response.headers['x-ratelimit-reset']);
+      assert.ok(reset > Date.now() / 1000 && reset <= Date.now() / 1000 + 61, String(reset));
+    });
+
+    it('refuses the eleventh request within a second with 429 and Retry-After (pilot burst 10)', async () => {
+      const lender = await admin.createLender(ctx, { name: 'Bursty Lender', plan: 'pilot' });
+      const { apiKey } = await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' });
+      const responses = await Promise.all(Array.from({ length: 11 }, () => call(services[0]!, apiKey)));
+      const limited = responses.filter((r) => r.status === 429);
+      assert.equal(limited.length, 1, responses.map((r) => r.status).join(','));
+      assert.equal(limited[0]!.body.error, 'rate_limited');
+      assert.equal(limited[0]!.headers['retry-after'], '1');
+      assert.equal(limited[0]!.headers['x-ratelimit-limit'], '60');
+    });
+
+    it('shares one quota across processes and honours a per-key override', async () => {
+      const lender = await admin.createLender(ctx, { name: 'Shared Lender', plan: 'pilot' });
+      const { apiKey, record } = await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' });
+      await admin.setKeyRateLimit(ctx, { keyId: record.id, rateLimit: 6, burst: 6 });
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push((await call(services[0]!, apiKey)).status, (await call(services[1]!, apiKey)).status);
+      const expected = factory.name === 'postgres' ? [404, 404, 404, 404, 404, 404, 429, 429] : [404, 404, 404, 404, 404, 404, 404, 404];
+      // SQLite counts per process (a SQLite deployment is one process); PostgreSQL shares the counters.
+      assert.deepEqual(statuses, expected);
+    });
+
+    it('limits requests without a valid key per client address', async () => {
+      const guesses = ANONYMOUS_QUOTA.burst + 2;
+      const responses = await Promise.all(Array.from({ length: guesses }, () => call(services[0]!, 'civ_live_GuessedKey00000000000000000000')));
+      const statuses = responses.map((r) => r.status).sort();
+      assert.deepEqual(statuses, [...Array(ANONYMOUS_QUOTA.burst).fill(401), 429, 429]);
+      assert.equal(responses.find((r) => r.status === 401)!.headers['x-ratelimit-limit'], String(ANONYMOUS_QUOTA.perMinute));
+    });
+  });
+}

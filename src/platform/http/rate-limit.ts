@@ -1,0 +1,126 @@
+import type { Request, RequestHandler, Response } from 'express';
+import type { Knex } from 'knex';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Principal } from '../../accounts/model.ts';
+import type { ServiceMode } from '../config.ts';
+import type { Dialect } from '../db/database.ts';
+import { ApiError } from './error-catalogue.ts';
+
+export interface Quota {
+  /** Requests per fixed 60-second window (what X-RateLimit-* describe). */
+  perMinute: number;
+  /** Requests within any one second. */
+  burst: number;
+}
+
+/** Section 8 and D8. The sandbox is relaxed whatever the plan; an operator can raise a lender or a key. */
+export const PLAN_QUOTAS: Record<'pilot' | 'production' | 'sandbox', Quota> = {
+  pilot: { perMinute: 60, burst: 10 },
+  production: { perMinute: 300, burst: 50 },
+  sandbox: { perMinute: 1000, burst: 100 },
+};
+
+/** Requests without a valid key, per client address: enough for a misconfigured client, too few to guess keys. */
+export const ANONYMOUS_QUOTA: Quota = { perMinute: 120, burst: 30 };
+
+export function quotaFor(principal: Principal, mode: ServiceMode): Quota {
+  const plan = PLAN_QUOTAS[mode === 'sandbox' ? 'sandbox' : principal.lender.plan];
+  const key = principal.keyRateLimit;
+  if (key) return key;
+  const { rateLimitPerMinute, rateLimitBurst } = principal.lender;
+  return rateLimitPerMinute && rateLimitBurst ? { perMinute: rateLimitPerMinute, burst: rateLimitBurst } : plan;
+}
+
+type Outcome = { allowed: boolean; minute: RateLimiterRes; retryAfterMs: number };
+
+/**
+ * Fixed-window counters from rate-limiter-flexible: in the database on PostgreSQL (shared by every
+ * process), in memory on SQLite. One limiter per distinct quota, created on first use.
+ */
+export class RateLimits {
+  private readonly limiters = new Map<string, RateLimiterAbstract>();
+
+  constructor(private readonly store: { dialect: Dialect; knex: Knex }) {}
+
+  private limiter(points: number, durationSeconds: number): RateLimiterAbstract {
+    const id = `${points}/${durationSeconds}`;
+    let limiter = this.limiters.get(id);
+    if (!limiter) {
+      const options = { points, duration: durationSeconds, keyPrefix: `rl${id}` };
+      limiter =
+        this.store.dialect === 'postgres'
+          ? new RateLimiterPostgres({ ...options, storeClient: this.store.knex, storeType: 'knex', tableName: 'rate_limits', tableCreated: true })
+          : new RateLimiterMemory(options);
+      this.limiters.set(id, limiter);
+    }
+    return limiter;
+  }
+
+  /** Counts one request against the burst limit, then the minute window. */
+  async consume(subject: string, quota: Quota): Promise<Outcome> {
+    const minute = this.limiter(quota.perMinute, 60);
+    try {
+      await this.limiter(quota.burst, 1).consume(subject);
+    } catch (refusal) {
+      if (!(refusal instanceof RateLimiterRes)) throw refusal;
+      const state = (await minute.get(subject)) ?? new RateLimiterRes(quota.perMinute, 60_000, 0, true);
+      return { allowed: false, minute: state, retryAfterMs: refusal.msBeforeNext };
+    }
+    try {
+      const state = await minute.consume(subject);
+      return { allowed: true, minute: state, retryAfterMs: 0 };
+    } catch (refusal) {
+      if (!(refusal instanceof RateLimiterRes)) throw refusal;
+      return { allowed: false, minute: refusal, retryAfterMs: refusal.msBeforeNext };
+    }
+  }
+}
+
+function headersOf(quota: Quota, outcome: Outcome): Record<string, string> {
+  return {
+    'X-RateLimit-Limit': String(quota.perMinute),
+    'X-RateLimit-Remaining': String(Math.max(0, outcome.minute.remainingPoints)),
+    'X-RateLimit-Reset': String(Math.ceil((Date.now() + Math.max(0, outcome.minute.msBeforeNext)) / 1000)),
+  };
+}
+
+function setHeaders(res: Response, quota: Quota, outcome: Outcome): void {
+  for (const [name, value] of Object.entries(headersOf(quota, outcome))) res.setHeader(name, value);
+}
+
+function refusal(quota: Quota, outcome: Outcome): ApiError {
+  const seconds = Math.max(1, Math.ceil(outcome.retryAfterMs / 1000));
+  return new ApiError('rate_limited', `Rate limit of ${quota.perMinute} requests per minute (burst ${quota.burst} per second) exceeded; retry in ${seconds} seconds.`, {
+    retryAfterSeconds: seconds,
+  });
+}
+
+/** Per key, one quota for all endpoints; headers on every response, errors included (D8). */
+export function rateLimitByKey(limits: RateLimits, mode: ServiceMode): RequestHandler {
+  return async (req, res, next) => {
+    try {
+      const principal = req.principal!;
+      const quota = quotaFor(principal, mode);
+      const outcome = await limits.consume(`key:${principal.keyId}`, quota);
+      setHeaders(res, quota, outcome);
+      next(outcome.allowed ? undefined : refusal(quota, outcome));
+    } catch (error) {
+      next(error);
+    }
+  };
+}
+
+/** Counts a request that failed authentication against its client address; refuses when over. */
+export async function limitAnonymous(limits: RateLimits, req: Request, res: Response): Promise<void> {
+  const outcome = await limits.consume(`ip:${req.ip ?? 'unknown'}`, ANONYMOUS_QUOTA);
+  setHeaders(res, ANONYMOUS_QUOTA, outcome);
+  if (!outcome.allowed) throw refusal(ANONYMOUS_QUOTA, outcome);
+}
+
+/**
+ * For a request Node refuses before Express sees it (no key can be read): it counts against the
+ * client address like any unauthenticated request, and its answer carries that quota's headers.
+ */
+export async function anonymousQuotaHeaders(limits: RateLimits, address: string | undefined): Promise<Record<string, string>> {
+  return headersOf(ANONYMOUS_QUOTA, await limits.consume(`ip:${address ?? 'unknown'}`, ANONYMOUS_QUOTA));
+}

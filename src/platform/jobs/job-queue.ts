@@ -1,0 +1,100 @@
+import type { Knex } from 'knex';
+import type { Dialect } from '../db/database.ts';
+
+export interface Job {
+  id: number;
+  kind: string;
+  subjectId: string;
+  payload: Record<string, unknown>;
+  runAt: string;
+  attempts: number;
+}
+
+export interface NewJob {
+  kind: string;
+  subjectId: string;
+  runAt: Date;
+  payload?: Record<string, unknown>;
+}
+
+interface JobRow {
+  id: number;
+  kind: string;
+  subject_id: string;
+  payload: string;
+  run_at: string;
+  attempts: number;
+}
+
+const toJob = (row: JobRow): Job => ({
+  id: row.id,
+  kind: row.kind,
+  subjectId: row.subject_id,
+  payload: JSON.parse(row.payload),
+  runAt: row.run_at,
+  attempts: row.attempts,
+});
+
+/**
+ * Durable jobs in the service's own database, so they survive restarts and need no other server.
+ * Claiming sets a lease: a job whose process died is claimed again once its lease ends. On
+ * PostgreSQL `FOR UPDATE SKIP LOCKED` lets several processes claim from one table without ever
+ * claiming the same job twice; SQLite serialises writers, so the plain update is already exclusive.
+ */
+export class JobQueue {
+  constructor(
+    private readonly knex: Knex,
+    private readonly dialect: Dialect,
+  ) {}
+
+  /** Enqueue inside the caller's transaction, so a job exists exactly when the change that needs it commits. */
+  async enqueue(trx: Knex, job: NewJob, createdAt: Date): Promise<void> {
+    await trx('jobs').insert({
+      kind: job.kind,
+      subject_id: job.subjectId,
+      payload: JSON.stringify(job.payload ?? {}),
+      run_at: job.runAt.toISOString(),
+      status: 'pending',
+      attempts: 0,
+      created_at: createdAt.toISOString(),
+    });
+  }
+
+  async claimDue(workerId: string, now: Date, limit: number, leaseMs: number): Promise<Job[]> {
+    const at = now.toISOString();
+    const lockedUntil = new Date(now.getTime() + leaseMs).toISOString();
+    const skipLocked = this.dialect === 'postgres' ? 'for update skip locked' : '';
+    const rows = await this.knex.raw(
+      `update jobs set status = 'running', locked_by = ?, locked_until = ?, attempts = attempts + 1
+       where id in (
+         select id from jobs
+         where run_at <= ? and (status = 'pending' or (status = 'running' and locked_until < ?))
+         order by run_at, id limit ? ${skipLocked}
+       )
+       returning id, kind, subject_id, payload, run_at, attempts`,
+      [workerId, lockedUntil, at, at, limit],
+    );
+    const claimed: JobRow[] = this.dialect === 'postgres' ? rows.rows : rows;
+    return claimed.map(toJob).sort((a, b) => a.runAt.localeCompare(b.runAt) || a.id - b.id);
+  }
+
+  async complete(jobId: number): Promise<void> {
+    await this.knex('jobs').where({ id: jobId }).update({ status: 'done', locked_by: null, locked_until: null });
+  }
+
+  /** Puts the job back for another attempt at `retryAt`, or marks it failed when there is none. */
+  async fail(jobId: number, error: string, retryAt: Date | null): Promise<void> {
+    await this.knex('jobs')
+      .where({ id: jobId })
+      .update(
+        retryAt
+          ? { status: 'pending', run_at: retryAt.toISOString(), locked_by: null, locked_until: null, last_error: error.slice(0, 2000) }
+          : { status: 'failed', locked_by: null, locked_until: null, last_error: error.slice(0, 2000) },
+      );
+  }
+
+  async pendingCount(): Promise<number> {
+    const row = await this.knex('jobs').whereIn('status', ['pending', 'running']).count({ n: '*' }).first();
+    return Number((row as { n: number | string }).n);
+  }
+}

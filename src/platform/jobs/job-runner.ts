@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import type { Logger } from '../logger.ts';
+import type { Job, JobQueue } from './job-queue.ts';
+
+export type JobHandler = (job: Job, now: Date) => Promise<void>;
+
+export interface JobRunnerOptions {
+  batchSize?: number;
+  leaseMs?: number;
+  maxAttempts?: number;
+}
+
+/**
+ * Runs due jobs. Handlers must be idempotent: a job can run again after a crash between its effect
+ * and its completion (at-least-once), so each handler re-checks the state it acts on.
+ */
+export class JobRunner {
+  readonly workerId = `worker-${randomUUID()}`;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<number> | undefined;
+
+  constructor(
+    private readonly queue: JobQueue,
+    private readonly handlers: Record<string, JobHandler>,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: JobRunnerOptions = {},
+  ) {}
+
+  /** Runs every job due now, batch after batch, and returns how many ran. Tests call this directly. */
+  async runDue(): Promise<number> {
+    let ran = 0;
+    for (;;) {
+      const jobs = await this.queue.claimDue(this.workerId, this.clock.now(), this.options.batchSize ?? 20, this.options.leaseMs ?? 60_000);
+      if (jobs.length === 0) return ran;
+      for (const job of jobs) {
+        await this.runOne(job);
+        ran++;
+      }
+    }
+  }
+
+  private async runOne(job: Job): Promise<void> {
+    const handler = this.handlers[job.kind];
+    try {
+      if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
+      await handler(job, this.clock.now());
+      await this.queue.complete(job.id);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const retry = job.attempts < (this.options.maxAttempts ?? 5);
+      const retryAt = retry ? new Date(this.clock.now().getTime() + 2 ** job.attempts * 1000) : null;
+      this.logger.error({ jobId: job.id, kind: job.kind, attempts: job.attempts, err: error }, retry ? 'job failed; will retry' : 'job failed for good');
+      await this.queue.fail(job.id, message, retryAt);
+    }
+  }
+
+  /** Polls until stopped; one pass at a time, so a slow pass never overlaps the next. */
+  start(intervalMs: number): void {
+    const tick = async () => {
+      try {
+        this.running = this.runDue();
+        await this.running;
+      } catch (error) {
+        this.logger.warn({ err: error }, 'job pass failed');
+      } finally {
+        this.running = undefined;
+        if (this.timer) this.timer = setTimeout(tick, intervalMs);
+      }
+    };
+    this.timer = setTimeout(tick, 0);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running?.catch(() => undefined);
+  }
+}

@@ -1,0 +1,23 @@
+import { ApiError } from '../../platform/http/error-catalogue.ts';
+import { principalOf, type OperationHandler } from '../../platform/http/operation-handler.ts';
+import { renderTape, TapeVersionUnsupported } from '../../tape/index.ts';
+import type { VerificationsRepository } from '../verifications-repository.ts';
+
+export function getVerificationTape(deps: { verifications: VerificationsRepository }): OperationHandler<'getVerificationTape'> {
+  return async (request) => {
+    const { lender } = principalOf(request);
+    const id = request.params.verification_id;
+    const found = await deps.verifications.findTapeForLender(lender.id, id);
+    if (!found) throw new ApiError('not_found', `No verification ${id}.`);
+    // D5: no tape before completion, and the message says where the verification stands.
+    if (found.status !== 'completed' || !found.tape) {
+      throw new ApiError('not_found', `Verification ${id} is ${found.status}; its tape exists once it is completed.`);
+    }
+    try {
+      return { status: 200, body: renderTape(found.tape, request.query.schema_version ?? '2.0.0') };
+    } catch (error) {
+      if (error instanceof TapeVersionUnsupported) throw new ApiError('unprocessable', error.message);
+      throw error;
+    }
+  };
+}

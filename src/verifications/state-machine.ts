@@ -1,0 +1,49 @@
+/**
+ * The states and moves of section 3, as data. The service refuses any move not in this table
+ * (nothing leaves `completed`, `failed` or `expired`), and the conformance suite walks it.
+ */
+export const VERIFICATION_STATES = ['pending_consent', 'processing', 'completed', 'failed', 'expired'] as const;
+export type VerificationStatus = (typeof VERIFICATION_STATES)[number];
+
+export const FAILURE_REASONS = ['platform_error', 'consent_revoked', 'timeout'] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+export type EventName = 'verification.completed' | 'verification.failed' | 'verification.expired';
+
+export interface Transition {
+  /** null: the verification is being created. */
+  from: VerificationStatus | null;
+  trigger: 'created' | 'created_synthetic' | 'consent_completed' | 'tape_computed' | 'collection_failed' | 'consent_expired';
+  to: VerificationStatus;
+  /** The event the move emits, in the same transaction (D11, D14). */
+  emits: EventName | null;
+  /** What the description says happens on this move; shown by the conformance suite. */
+  description: string;
+}
+
+export const TRANSITIONS: readonly Transition[] = [
+  { from: null, trigger: 'created', to: 'pending_consent', emits: null, description: 'valid request for a real creator: consent URL returned, 7-day consent session starts' },
+  { from: null, trigger: 'created_synthetic', to: 'completed', emits: 'verification.completed', description: 'sandbox synthetic creator: tape available at once, no consent step' },
+  { from: 'pending_consent', trigger: 'consent_completed', to: 'processing', emits: null, description: 'creator completes consent within 7 days: income data is fetched and analysed' },
+  { from: 'processing', trigger: 'tape_computed', to: 'completed', emits: 'verification.completed', description: 'data fetched and tape computed' },
+  { from: 'processing', trigger: 'collection_failed', to: 'failed', emits: 'verification.failed', description: 'platform error, consent revoked before fetch, or processing window exceeded' },
+  { from: 'pending_consent', trigger: 'consent_expired', to: 'expired', emits: 'verification.expired', description: '7 days pass without consent' },
+];
+
+export const TERMINAL_STATES: readonly VerificationStatus[] = VERIFICATION_STATES.filter(
+  (state) => !TRANSITIONS.some((transition) => transition.from === state),
+);
+
+export function findTransition(from: VerificationStatus | null, trigger: Transition['trigger']): Transition | undefined {
+  return TRANSITIONS.find((transition) => transition.from === from && transition.trigger === trigger);
+}
+
+export class IllegalTransition extends Error {
+  override name = 'IllegalTransition';
+  constructor(
+    readonly from: VerificationStatus | null,
+    readonly trigger: Transition['trigger'],
+  ) {
+    super(`No move from ${from ?? '(creation)'} on ${trigger}`);
+  }
+}

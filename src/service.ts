@@ -59,13 +59,13 @@ export async function startService(config: Config, logger: Logger, options: Serv
   const db = openDatabase(config.databaseUrl);
   try {
     await db.migrate();
-    const accounts = new AccountsRepository(db.knex);
+    const accounts = new AccountsRepository(db.knex, db.reader);
     const encryptionKey = await resolveEncryptionKey(config, accounts);
     if (config.mode === 'sandbox' && config.demoApiKey) {
       await ensureDemoAccount(adminContext(config, accounts, clock), config.demoApiKey);
     }
     const queue = new JobQueue(db.knex, db.dialect);
-    const verifications = new VerificationsRepository(db.knex, db.dialect, queue);
+    const verifications = new VerificationsRepository(db.knex, db.dialect, queue, db.reader);
     const lifecycle: LifecycleDeps = {
       verifications,
       config,

@@ -57,6 +57,9 @@ interface VerificationRow {
   tape_schema_version: string | null;
 }
 
+/** `raw` answers rows on SQLite and `{rows}` on PostgreSQL. */
+const rowsOf = (result: any): any[] => (Array.isArray(result) ? result : result.rows);
+
 const toRecord = (row: VerificationRow): VerificationRecord => ({
   id: row.id,
   lenderId: row.lender_id,
@@ -241,23 +244,39 @@ export class VerificationsRepository {
     private readonly knex: Knex,
     private readonly dialect: Dialect,
     private readonly jobs: JobQueue,
+    /** Serves the lender-facing reads; it defaults to the writer. */
+    private readonly reader: Knex = knex,
   ) {}
 
   async transaction<T>(work: (store: VerificationStore) => Promise<T>): Promise<T> {
     return this.knex.transaction((trx) => work(new VerificationStore(trx, this.dialect, this.jobs)));
   }
 
+  /** One query: the verification with its connections (a row per connection, or one without). */
   async findForLender(lenderId: string, verificationId: string): Promise<VerificationResource | null> {
-    const row = await this.knex<VerificationRow>('verifications').where({ id: verificationId, lender_id: lenderId }).first();
-    if (!row) return null;
-    return new VerificationStore(this.knex, this.dialect, this.jobs).resource(toRecord(row));
+    // Hand-written SQL on the hot read path: the query builder cost more CPU than the query.
+    const rows = rowsOf(
+      await this.reader.raw(
+        `select v.*, c.platform as connection_platform, c.status as connection_status
+         from verifications v left join platform_connections c on c.verification_id = v.id
+         where v.id = ? and v.lender_id = ?`,
+        [verificationId, lenderId],
+      ),
+    );
+    if (rows.length === 0) return null;
+    const connections = new Map<string, string>(
+      rows.filter((r: { connection_platform: string | null }) => r.connection_platform).map((r: { connection_platform: string; connection_status: string }) => [r.connection_platform, r.connection_status]),
+    );
+    return toResource(toRecord(rows[0]), connections);
   }
 
   async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
-    const row = await this.knex('verifications as v')
-      .leftJoin('tapes as t', 't.verification_id', 'v.id')
-      .where({ 'v.id': verificationId, 'v.lender_id': lenderId })
-      .first('v.status', 't.tape');
+    const row = rowsOf(
+      await this.reader.raw(
+        'select v.status, t.tape from verifications v left join tapes t on t.verification_id = v.id where v.id = ? and v.lender_id = ?',
+        [verificationId, lenderId],
+      ),
+    )[0];
     if (!row) return null;
     return { status: row.status, tape: row.tape ? JSON.parse(row.tape) : null };
   }

@@ -8,6 +8,11 @@ export type Dialect = 'sqlite' | 'postgres';
 
 export interface Database {
   knex: Knex;
+  /**
+   * For reads outside transactions. On SQLite a separate pool of read connections: WAL lets them
+   * read in parallel with each other and with the single writer. On PostgreSQL the same pool.
+   */
+  reader: Knex;
   dialect: Dialect;
   /** Applies every pending migration; safe to run from several processes at once (Knex's lock). */
   migrate(): Promise<void>;
@@ -20,7 +25,7 @@ export function dialectOf(databaseUrl: string): Dialect {
   return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
 }
 
-function sqliteConfig(databaseUrl: string): Knex.Config {
+function sqliteConfig(databaseUrl: string, connections = 1): Knex.Config {
   const location = databaseUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
   const filename = location === ':memory:' ? ':memory:' : resolve(location);
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
@@ -32,7 +37,7 @@ function sqliteConfig(databaseUrl: string): Knex.Config {
     // transactions from tripping over SQLITE_BUSY inside one process.
     pool: {
       min: 1,
-      max: 1,
+      max: connections,
       afterCreate(connection: any, done: (error: Error | null, connection: unknown) => void) {
         connection.exec(
           'PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;',
@@ -52,11 +57,16 @@ function postgresConfig(databaseUrl: string): Knex.Config {
   };
 }
 
+/** Read connections of a SQLite database; a file-less (`:memory:`) database has only its writer. */
+const SQLITE_READERS = 4;
+
 export function openDatabase(databaseUrl: string): Database {
   const dialect = dialectOf(databaseUrl);
   const instance = knex(dialect === 'sqlite' ? sqliteConfig(databaseUrl) : postgresConfig(databaseUrl));
+  const reader = dialect === 'sqlite' && !databaseUrl.endsWith(':memory:') ? knex(sqliteConfig(databaseUrl, SQLITE_READERS)) : instance;
   return {
     knex: instance,
+    reader,
     dialect,
     async migrate() {
       await instance.migrate.latest({ migrationSource: migrations });
@@ -70,6 +80,7 @@ export function openDatabase(databaseUrl: string): Database {
       }
     },
     async close() {
+      if (reader !== instance) await reader.destroy();
       await instance.destroy();
     },
   };

@@ -107,7 +107,7 @@ for (const factory of testDatabases()) {
       const scratch = await factory.create();
       const broken = await withService({}, scratch);
       const { apiKey } = await lenderWithKey(broken.ctx);
-      await broken.service.db.knex.destroy();
+      await broken.service.db.close();
       for (const path of ['/api/v1/verifications/vrf_unknown', '/readyz']) {
         const response = await request(broken.service.app).get(path).auth(apiKey, { type: 'bearer' });
         assert.equal(response.status, 503, path);

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import { pinoHttp } from 'pino-http';
 import type { AccountsRepository } from '../../accounts/accounts-repository.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
@@ -11,6 +10,7 @@ import { ApiError } from './error-catalogue.ts';
 import { errorHandler } from './error-handler.ts';
 import type { OperationHandler, OperationRequest } from './operation-handler.ts';
 import { mountDocs } from './docs.ts';
+import { requestLog } from './request-log.ts';
 import { rateLimitByKey, type RateLimits } from './rate-limit.ts';
 
 export interface HttpAppDeps {
@@ -77,22 +77,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     next();
   });
-  app.use(
-    pinoHttp({
-      logger: deps.logger,
-      genReqId: (req) => (req as Request).requestId!,
-      // Only what an operator needs; headers (and with them the API key) never reach the log.
-      serializers: {
-        req: (req) => ({ id: req.id, method: req.method, url: req.url?.split('?')[0], remoteAddress: req.remoteAddress }),
-        res: (res) => ({ statusCode: res.statusCode }),
-      },
-      customProps: (req) => {
-        const principal = (req as Request).principal;
-        return principal ? { lenderId: principal.lender.id, keyId: principal.keyId } : {};
-      },
-      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-    }),
-  );
+  app.use(requestLog(deps.logger));
 
   mountDocs(app, apiDocument);
 

@@ -96,7 +96,7 @@ export function toApiError(error: unknown, logger: Logger): ApiError {
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
-    const apiError = toApiError(error, req.log ?? logger);
+    const apiError = toApiError(error, logger.child({ requestId: req.requestId }));
     for (const [name, value] of Object.entries(apiError.options.headers ?? {})) res.setHeader(name, value);
     if (apiError.options.retryAfterSeconds !== undefined) {
       res.setHeader('Retry-After', String(Math.max(1, Math.ceil(apiError.options.retryAfterSeconds))));

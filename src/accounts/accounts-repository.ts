@@ -43,6 +43,16 @@ const toKey = (row: KeyRow): ApiKeyRecord => ({
   revokedAt: row.revoked_at,
 });
 
+const keyRow = (key: ApiKeyRecord, keyHash: string) => ({
+  id: key.id,
+  lender_id: key.lenderId,
+  role: key.role,
+  key_hash: keyHash,
+  key_prefix: key.keyPrefix,
+  created_at: key.createdAt,
+  revoked_at: key.revokedAt,
+});
+
 export type LenderChanges = Partial<Pick<LenderAccount, 'plan' | 'rateLimitPerMinute' | 'rateLimitBurst' | 'ipAllowlist' | 'name' | 'jurisdiction'>>;
 
 /** The only code that reads or writes lender accounts, policies and keys. */
@@ -102,31 +112,12 @@ export class AccountsRepository {
   }
 
   async insertKey(key: ApiKeyRecord, keyHash: string): Promise<void> {
-    await this.knex('api_keys').insert({
-      id: key.id,
-      lender_id: key.lenderId,
-      role: key.role,
-      key_hash: keyHash,
-      key_prefix: key.keyPrefix,
-      created_at: key.createdAt,
-      revoked_at: key.revokedAt,
-    });
+    await this.knex('api_keys').insert(keyRow(key, keyHash));
   }
 
   /** Inserts the key unless a key with this hash exists (the sandbox demo key at every start). */
   async insertKeyIfAbsent(key: ApiKeyRecord, keyHash: string): Promise<void> {
-    await this.knex('api_keys')
-      .insert({
-        id: key.id,
-        lender_id: key.lenderId,
-        role: key.role,
-        key_hash: keyHash,
-        key_prefix: key.keyPrefix,
-        created_at: key.createdAt,
-        revoked_at: null,
-      })
-      .onConflict('key_hash')
-      .ignore();
+    await this.knex('api_keys').insert(keyRow(key, keyHash)).onConflict('key_hash').ignore();
   }
 
   async listKeys(lenderId: string): Promise<ApiKeyRecord[]> {

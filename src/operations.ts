@@ -6,6 +6,7 @@ import { getVerification } from './verifications/http/getVerification.ts';
 import { getVerificationTape } from './verifications/http/getVerificationTape.ts';
 import type { LifecycleDeps } from './verifications/lifecycle.ts';
 import type { VerificationsRepository } from './verifications/verifications-repository.ts';
+import * as webhookHandlers from './webhooks/http/handlers.ts';
 
 /**
  * Operations of spec/openapi.yaml whose handlers are not delivered yet, with the feature that
@@ -15,11 +16,6 @@ import type { VerificationsRepository } from './verifications/verifications-repo
 export const PENDING_OPERATIONS = {
   createOverlay: 'overlays',
   getBenchmark: 'benchmarks',
-  createWebhook: 'webhooks',
-  listWebhooks: 'webhooks',
-  deleteWebhook: 'webhooks',
-  listWebhookDeliveries: 'webhooks',
-  replayWebhookDelivery: 'webhooks',
   gdprAccess: 'data protection',
   gdprExport: 'data protection',
   gdprErase: 'data protection',
@@ -32,6 +28,7 @@ export type OperationHandlers = { [Op in Exclude<OperationId, PendingOperationId
 
 export interface HandlerDeps {
   lifecycle: LifecycleDeps;
+  webhooks: webhookHandlers.WebhookHandlerDeps;
   verifications: VerificationsRepository;
   isDatabaseReachable: () => Promise<boolean>;
 }
@@ -43,6 +40,11 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     createVerification: createVerification(deps.lifecycle),
     getVerification: getVerification(deps),
     getVerificationTape: getVerificationTape(deps),
+    createWebhook: webhookHandlers.createWebhook(deps.webhooks),
+    listWebhooks: webhookHandlers.listWebhooks(deps.webhooks),
+    deleteWebhook: webhookHandlers.deleteWebhook(deps.webhooks),
+    listWebhookDeliveries: webhookHandlers.listWebhookDeliveries(deps.webhooks),
+    replayWebhookDelivery: webhookHandlers.replayWebhookDelivery(deps.webhooks),
   };
 }
 

@@ -7,6 +7,7 @@ import { startService } from './service.ts';
 
 /** How often due jobs are looked for; sandbox outcomes land within this of their time. */
 const JOB_POLL_INTERVAL_MS = 250;
+const DELIVERY_POLL_INTERVAL_MS = 500;
 
 async function main(): Promise<void> {
   let config;
@@ -39,6 +40,8 @@ async function main(): Promise<void> {
     server.listen(config.port, config.host, resolve);
   });
   service.jobs.start(JOB_POLL_INTERVAL_MS);
+  // New deliveries wake the sender at once; the poll picks up retries and other processes' work.
+  service.deliveries.start(DELIVERY_POLL_INTERVAL_MS);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;

@@ -15,6 +15,10 @@ import { createHandlers, PENDING_OPERATIONS } from './operations.ts';
 import { validatePolicyOverrides } from './tape/index.ts';
 import { expireConsent, JOB_KINDS, runSandboxStep, type LifecycleDeps } from './verifications/lifecycle.ts';
 import { VerificationsRepository } from './verifications/verifications-repository.ts';
+import { fanOutToWebhooks } from './webhooks/deliveries.ts';
+import { DeliveryWorker } from './webhooks/delivery-worker.ts';
+import { createGuardedDispatcher } from './webhooks/target-guard.ts';
+import { WebhooksRepository } from './webhooks/webhooks-repository.ts';
 
 export interface Service {
   app: Express;
@@ -22,6 +26,8 @@ export interface Service {
   encryptionKey: Buffer;
   /** Durable jobs; the server polls them, tests call `runDue()` after moving their clock. */
   jobs: JobRunner;
+  /** Webhook sender; the server starts it, tests call `runDue()`. */
+  deliveries: DeliveryWorker;
   verifications: VerificationsRepository;
   rateLimits: RateLimits;
   close(): Promise<void>;
@@ -29,6 +35,8 @@ export interface Service {
 
 export interface ServiceOptions {
   clock?: Clock;
+  /** Extra CA the webhook sender trusts, for tests that cannot set NODE_EXTRA_CA_CERTS before start. */
+  webhookCa?: string;
 }
 
 /**
@@ -65,7 +73,22 @@ export async function startService(config: Config, logger: Logger, options: Serv
       await ensureDemoAccount(adminContext(config, accounts, clock), config.demoApiKey);
     }
     const queue = new JobQueue(db.knex, db.dialect);
-    const verifications = new VerificationsRepository(db.knex, db.dialect, queue, db.reader);
+    const webhooks = new WebhooksRepository(db.knex, db.dialect);
+    const deliveries = new DeliveryWorker({
+      webhooks,
+      encryptionKey,
+      scheduleSeconds: config.webhookRetryScheduleSeconds,
+      timeoutMs: config.webhookTimeoutMs,
+      dispatcher: createGuardedDispatcher({
+        allowPrivateTargets: config.webhookAllowPrivateTargets,
+        connectTimeoutMs: config.webhookTimeoutMs,
+        ...(options.webhookCa ? { tls: { ca: options.webhookCa } } : {}),
+      }),
+      clock,
+      logger,
+    });
+    const wakeDeliveries = () => deliveries.wake();
+    const verifications = new VerificationsRepository(db.knex, db.dialect, queue, db.reader, [fanOutToWebhooks(webhooks, wakeDeliveries)]);
     const lifecycle: LifecycleDeps = {
       verifications,
       config,
@@ -85,7 +108,12 @@ export async function startService(config: Config, logger: Logger, options: Serv
       clock,
       logger,
     );
-    const handlers = createHandlers({ lifecycle, verifications, isDatabaseReachable: () => db.isReachable() });
+    const handlers = createHandlers({
+      lifecycle,
+      verifications,
+      webhooks: { webhooks, encryptionKey, allowPrivateTargets: config.webhookAllowPrivateTargets, now: () => clock.now(), wakeDeliveries },
+      isDatabaseReachable: () => db.isReachable(),
+    });
     const rateLimits = new RateLimits(db);
     const app = createHttpApp({ config, logger, accounts, rateLimits, apiDocument: loadApiDocument(), handlers, pendingOperations: PENDING_OPERATIONS });
     return {
@@ -93,10 +121,12 @@ export async function startService(config: Config, logger: Logger, options: Serv
       db,
       encryptionKey,
       jobs,
+      deliveries,
       verifications,
       rateLimits,
       async close() {
         await jobs.stop();
+        await deliveries.stop();
         await db.close();
       },
     };

@@ -18,6 +18,8 @@ export interface Config {
   /** Seconds after the first attempt at which each delivery attempt happens (D14). */
   webhookRetryScheduleSeconds: number[];
   sandboxCompleteDelayMs: number;
+  /** How long a webhook receiver has to answer (section 6.2: 10 seconds). */
+  webhookTimeoutMs: number;
   /** 32-byte key for encryption at rest; null lets the sandbox generate and keep one (D22). */
   encryptionKey: Buffer | null;
   /** Express `trust proxy` setting, so the IP allowlist sees the client address behind a proxy. */
@@ -69,6 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       WEBHOOK_ALLOW_PRIVATE_TARGETS: bool({ default: false }),
       WEBHOOK_RETRY_SCHEDULE: retrySchedule({ default: [0, 60, 300, 1800, 7200] }),
       SANDBOX_COMPLETE_DELAY_MS: num({ default: 5000 }),
+      WEBHOOK_TIMEOUT_MS: num({ default: 10000 }),
       ENCRYPTION_KEY: encryptionKey({ default: '' }),
       TRUST_PROXY: str({ default: '' }),
       SHUTDOWN_GRACE_MS: num({ default: 10000 }),
@@ -89,6 +92,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError('Invalid configuration: production mode needs ENCRYPTION_KEY (32 bytes, hex or base64)');
     }
   }
+  if (e.WEBHOOK_TIMEOUT_MS < 100 || e.WEBHOOK_TIMEOUT_MS > 30000) throw new ConfigError('Invalid configuration: WEBHOOK_TIMEOUT_MS must be 100 to 30000');
   if (e.SANDBOX_COMPLETE_DELAY_MS < 0) throw new ConfigError('Invalid configuration: SANDBOX_COMPLETE_DELAY_MS must be >= 0');
   return {
     port: e.PORT,
@@ -101,6 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     webhookRetryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,
     sandboxCompleteDelayMs: e.SANDBOX_COMPLETE_DELAY_MS,
+    webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     encryptionKey: decodeKey(e.ENCRYPTION_KEY),
     trustProxy: e.TRUST_PROXY === '' ? false : e.TRUST_PROXY,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

@@ -102,15 +102,29 @@ export function toResource(record: VerificationRecord, connectionStatus: Readonl
   return resource;
 }
 
+/** An event as recorded in the outbox, handed to subscribers inside the recording transaction. */
+export interface RecordedEvent {
+  id: string;
+  lenderId: string;
+  verificationId: string;
+  name: string;
+  sequence: number;
+  occurredAt: string;
+}
+
+/** Runs in the transaction of the state change (the webhook fan-out, D14). */
+export type EventSubscriber = (trx: Knex.Transaction, event: RecordedEvent) => Promise<void>;
+
 /**
  * Reads and writes of one unit of work. Everything a state change triggers (transition row, event,
  * tape, jobs) goes through one store so it commits or rolls back together.
  */
 export class VerificationStore {
   constructor(
-    private readonly trx: Knex,
+    private readonly trx: Knex.Transaction,
     private readonly dialect: Dialect,
     private readonly jobs: JobQueue,
+    private readonly subscribers: readonly EventSubscriber[] = [],
   ) {}
 
   async insert(verification: NewVerification, connections: Array<{ platform: Platform; status: ConnectionStatus }>): Promise<void> {
@@ -176,15 +190,21 @@ export class VerificationStore {
     });
   }
 
+  /** Stores the event with its exact body bytes (what is signed and sent) and hands it to the subscribers. */
   async recordEvent(event: { id: string; lenderId: string; verificationId: string; name: string; payload: unknown; occurredAt: string }): Promise<void> {
-    await this.trx('events').insert({
-      id: event.id,
-      lender_id: event.lenderId,
-      verification_id: event.verificationId,
-      name: event.name,
-      payload: JSON.stringify(event.payload),
-      occurred_at: event.occurredAt,
-    });
+    const [inserted] = await this.trx('events')
+      .insert({
+        id: event.id,
+        lender_id: event.lenderId,
+        verification_id: event.verificationId,
+        name: event.name,
+        payload: JSON.stringify(event.payload),
+        occurred_at: event.occurredAt,
+      })
+      .returning('sequence');
+    const sequence = Number(typeof inserted === 'object' ? inserted.sequence : inserted);
+    const recorded: RecordedEvent = { id: event.id, lenderId: event.lenderId, verificationId: event.verificationId, name: event.name, sequence, occurredAt: event.occurredAt };
+    for (const subscriber of this.subscribers) await subscriber(this.trx, recorded);
   }
 
   async saveTape(verificationId: string, tape: RiskTape200, generatedAt: string): Promise<void> {
@@ -246,10 +266,11 @@ export class VerificationsRepository {
     private readonly jobs: JobQueue,
     /** Serves the lender-facing reads; it defaults to the writer. */
     private readonly reader: Knex = knex,
+    private readonly subscribers: readonly EventSubscriber[] = [],
   ) {}
 
   async transaction<T>(work: (store: VerificationStore) => Promise<T>): Promise<T> {
-    return this.knex.transaction((trx) => work(new VerificationStore(trx, this.dialect, this.jobs)));
+    return this.knex.transaction((trx) => work(new VerificationStore(trx, this.dialect, this.jobs, this.subscribers)));
   }
 
   /** One query: the verification with its connections (a row per connection, or one without). */

@@ -3,6 +3,7 @@ import * as accounts from './20261121_001_accounts.ts';
 import * as verifications from './20261121_002_verifications.ts';
 import * as lifecycle from './20261121_003_lifecycle.ts';
 import * as rateLimits from './20261121_004_rate_limits.ts';
+import * as webhooks from './20261121_005_webhooks.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -12,6 +13,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261121_002_verifications', verifications],
   ['20261121_003_lifecycle', lifecycle],
   ['20261121_004_rate_limits', rateLimits],
+  ['20261121_005_webhooks', webhooks],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

@@ -1,0 +1,21 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+/**
+ * Secrets at rest (webhook signing secrets, OAuth tokens): AES-256-GCM under the service's
+ * encryption key (D22). The stored form is `v1.<iv>.<tag>.<ciphertext>` in base64url, so a later
+ * key or algorithm can be told apart.
+ */
+export function encryptSecret(key: Buffer, plaintext: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return ['v1', iv, cipher.getAuthTag(), ciphertext].map((part) => (typeof part === 'string' ? part : part.toString('base64url'))).join('.');
+}
+
+export function decryptSecret(key: Buffer, stored: string): string {
+  const [version, iv, tag, ciphertext] = stored.split('.');
+  if (version !== 'v1' || !iv || !tag || ciphertext === undefined) throw new Error('unrecognised encrypted secret');
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+}

@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import type { components } from '../../generated/api.ts';
+import { ApiError } from '../platform/http/error-catalogue.ts';
+import type { EventSubscriber } from '../verifications/verifications-repository.ts';
+import type { Delivery, WebhooksRepository } from './webhooks-repository.ts';
+
+type DeliveryResource = components['schemas']['Delivery'];
+
+
+/**
+ * Writes one delivery per subscribed endpoint in the transaction that records the event, so a
+ * delivery exists exactly when the state change commits (D14), then wakes the sender once it has.
+ */
+export function fanOutToWebhooks(webhooks: WebhooksRepository, wake: () => void): EventSubscriber {
+  return async (trx, event) => {
+    const endpoints = await webhooks.subscribedEndpoints(trx, event.lenderId, event.name);
+    if (endpoints.length === 0) return;
+    await webhooks.insertDeliveries(
+      trx,
+      endpoints.map((endpoint) => ({
+        id: randomUUID(),
+        webhookId: endpoint.id,
+        lenderId: event.lenderId,
+        eventId: event.id,
+        eventName: event.name,
+        verificationId: event.verificationId,
+        eventSequence: event.sequence,
+        replayOf: null,
+        createdAt: event.occurredAt,
+      })),
+      event.occurredAt,
+    );
+    trx.executionPromise.then(wake, () => undefined);
+  };
+}
+
+export function toDeliveryResource(delivery: Delivery): DeliveryResource {
+  return {
+    delivery_id: delivery.id,
+    webhook_id: delivery.webhookId,
+    event_id: delivery.eventId,
+    event: delivery.eventName as DeliveryResource['event'],
+    verification_id: delivery.verificationId,
+    status: delivery.status === 'sending' ? 'pending' : delivery.status,
+    attempts: delivery.attempts.map((a) => ({
+      attempt: a.attempt,
+      attempted_at: a.attemptedAt,
+      status_code: a.statusCode,
+      duration_ms: a.durationMs,
+      error: a.error,
+    })),
+    next_attempt_at: delivery.nextAttemptAt,
+    replay_of: delivery.replayOf,
+    created_at: delivery.createdAt,
+  };
+}
+
+/** POST .../deliveries/{id}/replay (D14): the same event again, as a new delivery with its own id. */
+export async function replayDelivery(
+  deps: { webhooks: WebhooksRepository; now: () => Date; wake: () => void },
+  webhookId: string,
+  deliveryId: string,
+): Promise<DeliveryResource> {
+  const original = await deps.webhooks.findDelivery(webhookId, deliveryId);
+  if (!original) throw new ApiError('not_found', `No delivery ${deliveryId} for webhook endpoint ${webhookId}.`);
+  if (original.status === 'pending' || original.status === 'sending') {
+    throw new ApiError('unprocessable', `Delivery ${deliveryId} is still being attempted; replay it once it has succeeded or failed.`);
+  }
+  const now = deps.now().toISOString();
+  const replay = {
+    id: randomUUID(),
+    webhookId,
+    lenderId: original.lenderId,
+    eventId: original.eventId,
+    eventName: original.eventName,
+    verificationId: original.verificationId,
+    eventSequence: original.eventSequence,
+    replayOf: original.id,
+    createdAt: now,
+  };
+  await deps.webhooks.insertReplay(null, replay, now);
+  deps.wake();
+  return toDeliveryResource({ ...replay, status: 'pending', attempts: [], nextAttemptAt: now });
+}

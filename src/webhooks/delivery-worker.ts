@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { request, type Dispatcher } from 'undici';
+import type { Clock } from '../platform/clock.ts';
+import type { Logger } from '../platform/logger.ts';
+import { endpointSecret } from './endpoints.ts';
+import { signWebhookBody } from './verify-signature.ts';
+import type { DueDelivery, WebhooksRepository } from './webhooks-repository.ts';
+
+export interface DeliveryWorkerOptions {
+  webhooks: WebhooksRepository;
+  encryptionKey: Buffer;
+  /** Seconds after the first attempt at which each attempt happens (D14), e.g. [0, 60, 300, 1800, 7200]. */
+  scheduleSeconds: number[];
+  /** A receiver that has not answered by then counts as failed (6.2: 10 seconds). */
+  timeoutMs: number;
+  /** Connects only to addresses the target guard accepts, checked at each delivery (D16). */
+  dispatcher: Dispatcher;
+  clock: Clock;
+  logger: Logger;
+  batchSize?: number;
+}
+
+const USER_AGENT = 'CreatorIncomeVerification-Webhooks/1.0';
+
+/**
+ * Sends due webhook deliveries: signed POSTs of the event's exact stored bytes, any 2xx
+ * acknowledges, anything else retries on the schedule until the last attempt fails the delivery.
+ */
+export class DeliveryWorker {
+  readonly workerId = `deliveries-${randomUUID()}`;
+  private timer: NodeJS.Timeout | undefined;
+  private pass: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+
+  constructor(private readonly options: DeliveryWorkerOptions) {}
+
+  /** Sends everything due now, batch after batch; returns how many attempts were made. */
+  async runDue(): Promise<number> {
+    let attempts = 0;
+    for (;;) {
+      const lease = this.options.timeoutMs * 2 + 5_000;
+      const due = await this.options.webhooks.claimDue(this.workerId, this.options.clock.now(), this.options.batchSize ?? 50, lease);
+      if (due.length === 0) return attempts;
+      await Promise.all(due.map((delivery) => this.attempt(delivery)));
+      attempts += due.length;
+    }
+  }
+
+  private async attempt(delivery: DueDelivery): Promise<void> {
+    const { clock, logger, scheduleSeconds } = this.options;
+    const attemptedAt = clock.now();
+    const attemptNumber = delivery.attempts + 1;
+    const started = performance.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    try {
+      const secret = endpointSecret(this.options.encryptionKey, delivery);
+      const response = await request(delivery.url, {
+        method: 'POST',
+        body: delivery.body,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': USER_AGENT,
+          'x-service-signature': signWebhookBody(delivery.body, secret),
+          'x-service-event': delivery.eventName,
+          'x-service-delivery': delivery.id,
+        },
+        dispatcher: this.options.dispatcher,
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+      statusCode = response.statusCode;
+      // Redirects are not followed: a redirect could lead to an address the guard never checked.
+      await response.body.dump();
+    } catch (caught) {
+      error = describe(caught);
+    }
+    const durationMs = Math.round(performance.now() - started);
+    const succeeded = statusCode !== null && statusCode >= 200 && statusCode < 300;
+    const firstAttemptAt = delivery.firstAttemptAt ?? attemptedAt.toISOString();
+    const nextOffset = scheduleSeconds[attemptNumber];
+    const outcome = succeeded
+      ? { status: 'succeeded' as const, firstAttemptAt, nextAttemptAt: null }
+      : nextOffset === undefined
+        ? { status: 'failed' as const, firstAttemptAt, nextAttemptAt: null }
+        : {
+            status: 'pending' as const,
+            firstAttemptAt,
+            nextAttemptAt: new Date(Math.max(clock.now().getTime(), new Date(firstAttemptAt).getTime() + nextOffset * 1000)).toISOString(),
+          };
+    await this.options.webhooks.recordAttempt(
+      delivery.id,
+      this.workerId,
+      { attempt: attemptNumber, attemptedAt: attemptedAt.toISOString(), statusCode, durationMs, error },
+      outcome,
+    );
+    const fields = { deliveryId: delivery.id, webhookId: delivery.webhookId, event: delivery.eventName, attempt: attemptNumber, statusCode, durationMs, error };
+    if (succeeded) logger.debug(fields, 'webhook delivered');
+    else logger.warn({ ...fields, outcome: outcome.status }, outcome.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; will retry');
+  }
+
+  /** Runs a pass now (after a commit that created deliveries) instead of at the next poll. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.pass) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.pass = this.runDue()
+      .then(() => undefined)
+      .catch((error) => this.options.logger.warn({ err: error }, 'webhook delivery pass failed'))
+      .finally(() => {
+        this.pass = undefined;
+        if (this.stopped) return;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        } else {
+          this.timer = setTimeout(() => this.wake(), this.pollMs);
+        }
+      });
+  }
+
+  private pollMs = 1000;
+
+  /** Polls for deliveries due by their schedule or left by another process; wakes early on new ones. */
+  start(pollMs: number): void {
+    this.pollMs = pollMs;
+    this.stopped = false;
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.pass;
+  }
+}
+
+function describe(error: unknown): string {
+  const e = error as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return 'timeout: no response in time';
+  const detail = e?.cause?.message ?? e?.message ?? String(error);
+  const code = e?.cause?.code ?? e?.code;
+  return (code ? `${code}: ${detail}` : detail).slice(0, 500);
+}

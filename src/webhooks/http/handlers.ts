@@ -1,0 +1,40 @@
+import { ApiError } from '../../platform/http/error-catalogue.ts';
+import { principalOf, type OperationHandler } from '../../platform/http/operation-handler.ts';
+import { replayDelivery, toDeliveryResource } from '../deliveries.ts';
+import { listWebhooks as list, registerWebhook, removeWebhook, requireEndpoint, type EndpointDeps } from '../endpoints.ts';
+
+export interface WebhookHandlerDeps extends EndpointDeps {
+  wakeDeliveries: () => void;
+}
+
+export function createWebhook(deps: WebhookHandlerDeps): OperationHandler<'createWebhook'> {
+  return async (request) => ({ status: 201, body: await registerWebhook(deps, principalOf(request).lender.id, request.body) });
+}
+
+export function listWebhooks(deps: WebhookHandlerDeps): OperationHandler<'listWebhooks'> {
+  return async (request) => ({ status: 200, body: await list(deps, principalOf(request).lender.id) });
+}
+
+export function deleteWebhook(deps: WebhookHandlerDeps): OperationHandler<'deleteWebhook'> {
+  return async (request) => {
+    await removeWebhook(deps, principalOf(request).lender.id, request.params.webhook_id);
+    return { status: 204 };
+  };
+}
+
+export function listWebhookDeliveries(deps: WebhookHandlerDeps): OperationHandler<'listWebhookDeliveries'> {
+  return async (request) => {
+    const endpoint = await requireEndpoint(deps, principalOf(request).lender.id, request.params.webhook_id);
+    const { deliveries, hasMore } = await deps.webhooks.listDeliveries(endpoint.id, request.query.limit ?? 20, request.query.starting_after);
+    return { status: 200, body: { data: deliveries.map(toDeliveryResource), has_more: hasMore } };
+  };
+}
+
+export function replayWebhookDelivery(deps: WebhookHandlerDeps): OperationHandler<'replayWebhookDelivery'> {
+  return async (request) => {
+    const endpoint = await requireEndpoint(deps, principalOf(request).lender.id, request.params.webhook_id);
+    if (!/^[0-9a-f-]{36}$/i.test(request.params.delivery_id)) throw new ApiError('not_found', `No delivery ${request.params.delivery_id}.`);
+    const body = await replayDelivery({ webhooks: deps.webhooks, now: deps.now, wake: deps.wakeDeliveries }, endpoint.id, request.params.delivery_id);
+    return { status: 202, body };
+  };
+}

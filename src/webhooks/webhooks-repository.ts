@@ -1,0 +1,264 @@
+import type { Knex } from 'knex';
+import type { Dialect } from '../platform/db/database.ts';
+
+export interface WebhookEndpoint {
+  id: string;
+  lenderId: string;
+  url: string;
+  events: string[];
+  secretCiphertext: string;
+  createdAt: string;
+}
+
+export type DeliveryStatus = 'pending' | 'sending' | 'succeeded' | 'failed';
+
+export interface DeliveryAttempt {
+  attempt: number;
+  attemptedAt: string;
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+}
+
+export interface Delivery {
+  id: string;
+  webhookId: string;
+  eventId: string;
+  eventName: string;
+  verificationId: string;
+  status: DeliveryStatus;
+  attempts: DeliveryAttempt[];
+  nextAttemptAt: string | null;
+  replayOf: string | null;
+  createdAt: string;
+}
+
+/** A claimed delivery with what sending it needs: the endpoint and the event's exact body. */
+export interface DueDelivery {
+  id: string;
+  webhookId: string;
+  eventName: string;
+  attempts: number;
+  firstAttemptAt: string | null;
+  url: string;
+  secretCiphertext: string;
+  body: string;
+}
+
+export interface NewDelivery {
+  id: string;
+  webhookId: string;
+  lenderId: string;
+  eventId: string;
+  eventName: string;
+  verificationId: string;
+  eventSequence: number;
+  replayOf: string | null;
+  createdAt: string;
+}
+
+const rowsOf = (result: any): any[] => (Array.isArray(result) ? result : result.rows);
+
+const toEndpoint = (row: any): WebhookEndpoint => ({
+  id: row.id,
+  lenderId: row.lender_id,
+  url: row.url,
+  events: JSON.parse(row.events),
+  secretCiphertext: row.secret_ciphertext,
+  createdAt: row.created_at,
+});
+
+/** The only code that reads or writes webhook endpoints and deliveries. */
+export class WebhooksRepository {
+  constructor(
+    private readonly knex: Knex,
+    private readonly dialect: Dialect,
+  ) {}
+
+  async insertEndpoint(endpoint: WebhookEndpoint): Promise<void> {
+    await this.knex('webhook_endpoints').insert({
+      id: endpoint.id,
+      lender_id: endpoint.lenderId,
+      url: endpoint.url,
+      events: JSON.stringify(endpoint.events),
+      secret_ciphertext: endpoint.secretCiphertext,
+      created_at: endpoint.createdAt,
+    });
+  }
+
+  async countEndpoints(lenderId: string): Promise<number> {
+    const row = await this.knex('webhook_endpoints').where({ lender_id: lenderId }).whereNull('deleted_at').count({ n: '*' }).first();
+    return Number((row as { n: number | string }).n);
+  }
+
+  async listEndpoints(lenderId: string): Promise<WebhookEndpoint[]> {
+    const rows = await this.knex('webhook_endpoints').where({ lender_id: lenderId }).whereNull('deleted_at').orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    return rows.map(toEndpoint);
+  }
+
+  async findEndpoint(lenderId: string, webhookId: string): Promise<WebhookEndpoint | null> {
+    const row = await this.knex('webhook_endpoints').where({ id: webhookId, lender_id: lenderId }).whereNull('deleted_at').first();
+    return row ? toEndpoint(row) : null;
+  }
+
+  /** Removes the endpoint; deliveries still waiting for it are marked failed, never sent (section 4.7). */
+  async deleteEndpoint(lenderId: string, webhookId: string, at: string): Promise<boolean> {
+    return this.knex.transaction(async (trx) => {
+      const deleted = await trx('webhook_endpoints').where({ id: webhookId, lender_id: lenderId }).whereNull('deleted_at').update({ deleted_at: at });
+      if (deleted === 0) return false;
+      await trx('webhook_deliveries')
+        .where({ webhook_id: webhookId })
+        .whereIn('status', ['pending', 'sending'])
+        .update({ status: 'failed', next_attempt_at: null, locked_by: null, locked_until: null });
+      return true;
+    });
+  }
+
+  /** Endpoints of the lender subscribed to the event, read inside the caller's transaction. */
+  async subscribedEndpoints(trx: Knex, lenderId: string, eventName: string): Promise<WebhookEndpoint[]> {
+    const rows = await trx('webhook_endpoints').where({ lender_id: lenderId }).whereNull('deleted_at');
+    return rows.map(toEndpoint).filter((endpoint) => endpoint.events.includes(eventName));
+  }
+
+  async insertDeliveries(trx: Knex, deliveries: NewDelivery[], nextAttemptAt: string): Promise<void> {
+    if (deliveries.length === 0) return;
+    await trx('webhook_deliveries').insert(
+      deliveries.map((d) => ({
+        id: d.id,
+        webhook_id: d.webhookId,
+        lender_id: d.lenderId,
+        event_id: d.eventId,
+        event_name: d.eventName,
+        verification_id: d.verificationId,
+        event_sequence: d.eventSequence,
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: nextAttemptAt,
+        replay_of: d.replayOf,
+        created_at: d.createdAt,
+      })),
+    );
+  }
+
+  /**
+   * Claims due deliveries. A delivery waits while an earlier event of the same verification to the
+   * same endpoint is still pending, which keeps the order of section 6.1. A delivery whose sender
+   * died (lease over) is claimed again: at least once. On PostgreSQL SKIP LOCKED lets several
+   * processes claim side by side without taking the same row.
+   */
+  async claimDue(workerId: string, now: Date, limit: number, leaseMs: number): Promise<DueDelivery[]> {
+    const at = now.toISOString();
+    const lockedUntil = new Date(now.getTime() + leaseMs).toISOString();
+    const skipLocked = this.dialect === 'postgres' ? 'for update of d skip locked' : '';
+    const claimed = rowsOf(
+      await this.knex.raw(
+        `update webhook_deliveries set status = 'sending', locked_by = ?, locked_until = ?
+         where id in (
+           select d.id from webhook_deliveries d
+           where ((d.status = 'pending' and d.next_attempt_at <= ?) or (d.status = 'sending' and d.locked_until < ?))
+             and not exists (
+               select 1 from webhook_deliveries e
+               where e.webhook_id = d.webhook_id and e.verification_id = d.verification_id
+                 and e.event_sequence < d.event_sequence and e.status in ('pending', 'sending')
+             )
+           order by d.next_attempt_at, d.event_sequence
+           limit ? ${skipLocked}
+         )
+         returning id`,
+        [workerId, lockedUntil, at, at, limit],
+      ),
+    );
+    if (claimed.length === 0) return [];
+    const rows = await this.knex('webhook_deliveries as d')
+      .join('webhook_endpoints as w', 'w.id', 'd.webhook_id')
+      .join('events as e', 'e.id', 'd.event_id')
+      .whereIn(
+        'd.id',
+        claimed.map((r) => r.id),
+      )
+      .andWhere('d.locked_by', workerId)
+      .select('d.id', 'd.webhook_id', 'd.event_name', 'd.attempts', 'd.first_attempt_at', 'd.next_attempt_at', 'd.event_sequence', 'w.url', 'w.secret_ciphertext', 'e.payload');
+    return rows
+      .sort((a: any, b: any) => a.next_attempt_at.localeCompare(b.next_attempt_at) || a.event_sequence - b.event_sequence)
+      .map((r: any) => ({
+        id: r.id,
+        webhookId: r.webhook_id,
+        eventName: r.event_name,
+        attempts: r.attempts,
+        firstAttemptAt: r.first_attempt_at,
+        url: r.url,
+        secretCiphertext: r.secret_ciphertext,
+        body: r.payload,
+      }));
+  }
+
+  /** Logs one attempt and moves the delivery on: done, or waiting for `nextAttemptAt`, or failed. */
+  async recordAttempt(
+    deliveryId: string,
+    workerId: string,
+    attempt: DeliveryAttempt,
+    outcome: { status: 'succeeded' | 'failed' | 'pending'; firstAttemptAt: string; nextAttemptAt: string | null },
+  ): Promise<void> {
+    await this.knex.transaction(async (trx) => {
+      await trx('webhook_delivery_attempts').insert({
+        delivery_id: deliveryId,
+        attempt: attempt.attempt,
+        attempted_at: attempt.attemptedAt,
+        status_code: attempt.statusCode,
+        duration_ms: attempt.durationMs,
+        error: attempt.error,
+      });
+      // Only the claimant records: if its lease ran out and another worker took over, it stands aside.
+      await trx('webhook_deliveries').where({ id: deliveryId, locked_by: workerId }).update({
+        status: outcome.status,
+        attempts: attempt.attempt,
+        first_attempt_at: outcome.firstAttemptAt,
+        next_attempt_at: outcome.nextAttemptAt,
+        locked_by: null,
+        locked_until: null,
+      });
+    });
+  }
+
+  async listDeliveries(webhookId: string, limit: number, startingAfter: string | undefined): Promise<{ deliveries: Delivery[]; hasMore: boolean }> {
+    let query = this.knex('webhook_deliveries').where({ webhook_id: webhookId });
+    if (startingAfter) {
+      const cursor = await this.knex('webhook_deliveries').where({ webhook_id: webhookId, id: startingAfter }).first('created_at', 'id');
+      if (!cursor) return { deliveries: [], hasMore: false };
+      query = query.andWhere((q) => q.where('created_at', '<', cursor.created_at).orWhere((q2) => q2.where('created_at', cursor.created_at).andWhere('id', '<', cursor.id)));
+    }
+    const rows = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1);
+    const page = rows.slice(0, limit);
+    return { deliveries: await this.withAttempts(page), hasMore: rows.length > limit };
+  }
+
+  async findDelivery(webhookId: string, deliveryId: string): Promise<(Delivery & { lenderId: string; eventSequence: number }) | null> {
+    const row = await this.knex('webhook_deliveries').where({ webhook_id: webhookId, id: deliveryId }).first();
+    if (!row) return null;
+    const [delivery] = await this.withAttempts([row]);
+    return { ...delivery!, lenderId: row.lender_id, eventSequence: row.event_sequence };
+  }
+
+  private async withAttempts(rows: any[]): Promise<Delivery[]> {
+    const attempts = rows.length === 0 ? [] : await this.knex('webhook_delivery_attempts').whereIn('delivery_id', rows.map((r) => r.id)).orderBy('id');
+    return rows.map((row) => ({
+      id: row.id,
+      webhookId: row.webhook_id,
+      eventId: row.event_id,
+      eventName: row.event_name,
+      verificationId: row.verification_id,
+      // `sending` is an internal claim; to a lender it is still pending.
+      status: row.status === 'sending' ? 'pending' : row.status,
+      attempts: attempts
+        .filter((a: any) => a.delivery_id === row.id)
+        .map((a: any) => ({ attempt: a.attempt, attemptedAt: a.attempted_at, statusCode: a.status_code, durationMs: a.duration_ms, error: a.error })),
+      nextAttemptAt: row.status === 'pending' || row.status === 'sending' ? row.next_attempt_at : null,
+      replayOf: row.replay_of,
+      createdAt: row.created_at,
+    }));
+  }
+
+  async insertReplay(trx: Knex | null, delivery: NewDelivery, nextAttemptAt: string): Promise<void> {
+    await this.insertDeliveries(trx ?? this.knex, [delivery], nextAttemptAt);
+  }
+}

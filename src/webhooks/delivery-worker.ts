@@ -39,7 +39,8 @@ export class DeliveryWorker {
   async runDue(): Promise<number> {
     let attempts = 0;
     for (;;) {
-      const lease = this.options.timeoutMs * 2 + 5_000;
+      // Longer than any attempt can take; a delivery whose sender died is claimed again after it.
+      const lease = this.options.timeoutMs + 5_000;
       const due = await this.options.webhooks.claimDue(this.workerId, this.options.clock.now(), this.options.batchSize ?? 50, lease);
       if (due.length === 0) return attempts;
       await Promise.all(due.map((delivery) => this.attempt(delivery)));

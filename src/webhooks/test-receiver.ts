@@ -13,6 +13,8 @@ export interface ReceivedDelivery {
 }
 
 export interface TestCertificates {
+  /** The CA certificate's file, for NODE_EXTRA_CA_CERTS of a server process. */
+  caFile: string;
   ca: string;
   key: string;
   cert: string;
@@ -23,7 +25,7 @@ export function makeTestCertificates(): TestCertificates {
   const dir = mkdtempSync(join(tmpdir(), 'civ-ca-'));
   execFileSync(new URL('../../scripts/make-test-ca.sh', import.meta.url).pathname, [dir]);
   const read = (file: string) => readFileSync(join(dir, file), 'utf8');
-  return { ca: read('ca.pem'), key: read('server-key.pem'), cert: read('server.pem') };
+  return { caFile: join(dir, 'ca.pem'), ca: read('ca.pem'), key: read('server-key.pem'), cert: read('server.pem') };
 }
 
 /**

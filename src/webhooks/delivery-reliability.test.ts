@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { testDatabases, type TestDatabase } from '../platform/db/testing.ts';
+import { makeTestCertificates, TestReceiver, type TestCertificates } from './test-receiver.ts';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+/** A real server process, as `npm start` runs it, trusting the test CA the way D16 says. */
+async function startServer(databaseUrl: string, certificates: TestCertificates): Promise<{ child: ChildProcess; base: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'error',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+      WEBHOOK_RETRY_SCHEDULE: '0,1,2,3,4',
+      // Short, so deliveries claimed by a killed process are claimed again quickly.
+      WEBHOOK_TIMEOUT_MS: '2000',
+      NODE_EXTRA_CA_CERTS: certificates.caFile,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    if (child.exitCode !== null) throw new Error('server exited during start-up');
+    try {
+      if ((await fetch(`${base}/readyz`)).ok) return { child, base };
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error('server did not become ready');
+}
+
+async function admin(databaseUrl: string, args: string[]): Promise<any> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'], { cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl } });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  const [code] = await once(child, 'exit');
+  assert.equal(code, 0, `admin ${args.join(' ')}`);
+  return JSON.parse(out);
+}
+
+async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+for (const factory of testDatabases()) {
+  describe(`webhook delivery reliability on ${factory.name}`, function () {
+    this.timeout(120_000);
+    let testDb: TestDatabase;
+    let certificates: TestCertificates;
+    let receiver: TestReceiver;
+    let receiverUrl: string;
+    let key: string;
+    const children: ChildProcess[] = [];
+
+    before(async () => {
+      testDb = await factory.create();
+      certificates = makeTestCertificates();
+      receiver = new TestReceiver(certificates);
+      receiverUrl = await receiver.listen();
+      const lender = await admin(testDb.url, ['lender', 'create', '--name', 'Reliability Lender']);
+      key = (await admin(testDb.url, ['key', 'create', '--lender', lender.id, '--role', 'lender'])).api_key;
+    });
+    after(async () => {
+      for (const child of children) child.kill('SIGKILL');
+      await receiver.close();
+      await testDb.drop();
+    });
+
+    const post = (base: string, path: string, body: object, headers: Record<string, string> = {}) =>
+      fetch(`${base}/api/v1${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+    const eventIdsAt = (path: string) => receiver.to(path).map((r) => JSON.parse(r.rawBody.toString()).event_id as string);
+
+    it('delivers every event after the server is killed with deliveries pending', async () => {
+      const first = await startServer(testDb.url, certificates);
+      children.push(first.child);
+      const path = `/crash-${randomUUID()}`;
+      // The receiver is down for the first attempts, so deliveries are pending when the process dies.
+      receiver.answerWith(path, ...Array(20).fill(503));
+      const registered = await post(first.base, '/webhooks', { url: `${receiverUrl}${path}`, events: ['verification.completed'] });
+      assert.equal(registered.status, 201, await registered.text());
+      const created: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const response = await post(first.base, '/verifications', { obligor_reference: 'demo-yt-mid', creator_platforms: ['youtube'] }, { 'idempotency-key': randomUUID() });
+        assert.equal(response.status, 201);
+        created.push(((await response.json()) as { verification_id: string }).verification_id);
+      }
+      first.child.kill('SIGKILL');
+      await once(first.child, 'exit');
+      // Every request so far got one of the scripted 503s: nothing was acknowledged before the kill.
+      const answeredBeforeKill = receiver.to(path).length;
+      assert.ok(answeredBeforeKill <= 20);
+      const second = await startServer(testDb.url, certificates);
+      children.push(second.child);
+      // Requests after the twentieth are answered 200: those are the acknowledged deliveries.
+      const acknowledged = () => new Set(receiver.to(path).slice(20).map((r) => JSON.parse(r.rawBody.toString()).verification_id));
+      await waitFor(() => acknowledged().size === 20, 30_000, 'every event acknowledged after the restart');
+      assert.deepEqual([...acknowledged()].sort(), created.sort());
+      second.child.kill('SIGTERM');
+      await once(second.child, 'exit');
+    });
+
+    if (factory.name === 'postgres') {
+      it('lets two server processes deliver one batch together, each event once', async () => {
+        const [a, b] = [await startServer(testDb.url, certificates), await startServer(testDb.url, certificates)];
+        children.push(a.child, b.child);
+        const path = `/shared-${randomUUID()}`;
+        assert.equal((await post(a.base, '/webhooks', { url: `${receiverUrl}${path}`, events: ['verification.completed'] })).status, 201);
+        const count = 60;
+        await Promise.all(
+          Array.from({ length: count }, (_, i) =>
+            post(i % 2 ? a.base : b.base, '/verifications', { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }, { 'idempotency-key': randomUUID() }),
+          ),
+        );
+        await waitFor(() => receiver.to(path).length >= count, 30_000, `${count} deliveries`);
+        await new Promise((r) => setTimeout(r, 1500));
+        const ids = eventIdsAt(path);
+        assert.equal(ids.length, count, 'an event was delivered twice');
+        assert.equal(new Set(ids).size, count);
+        assert.equal(new Set(receiver.to(path).map((r) => r.headers['x-service-delivery'])).size, count);
+      });
+    }
+  });
+}

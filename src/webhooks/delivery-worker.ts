@@ -4,7 +4,7 @@ import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
 import { endpointSecret } from './endpoints.ts';
 import { signWebhookBody } from './verify-signature.ts';
-import type { DueDelivery, WebhooksRepository } from './webhooks-repository.ts';
+import type { AttemptRecord, DueDelivery, WebhooksRepository } from './webhooks-repository.ts';
 
 export interface DeliveryWorkerOptions {
   webhooks: WebhooksRepository;
@@ -21,6 +21,7 @@ export interface DeliveryWorkerOptions {
 }
 
 const USER_AGENT = 'CreatorIncomeVerification-Webhooks/1.0';
+const MAX_PASSES = 4;
 
 /**
  * Sends due webhook deliveries: signed POSTs of the event's exact stored bytes, any 2xx
@@ -29,9 +30,10 @@ const USER_AGENT = 'CreatorIncomeVerification-Webhooks/1.0';
 export class DeliveryWorker {
   readonly workerId = `deliveries-${randomUUID()}`;
   private timer: NodeJS.Timeout | undefined;
-  private pass: Promise<void> | undefined;
+  private readonly passes = new Set<Promise<void>>();
   private again = false;
   private stopped = true;
+  private pollMs = 1000;
 
   constructor(private readonly options: DeliveryWorkerOptions) {}
 
@@ -41,14 +43,15 @@ export class DeliveryWorker {
     for (;;) {
       // Longer than any attempt can take; a delivery whose sender died is claimed again after it.
       const lease = this.options.timeoutMs + 5_000;
-      const due = await this.options.webhooks.claimDue(this.workerId, this.options.clock.now(), this.options.batchSize ?? 50, lease);
+      const due = await this.options.webhooks.claimDue(this.workerId, this.options.clock.now(), this.options.batchSize ?? 200, lease);
       if (due.length === 0) return attempts;
-      await Promise.all(due.map((delivery) => this.attempt(delivery)));
+      // One transaction records the whole batch: on SQLite's single writer that is what keeps up.
+      await this.options.webhooks.recordAttempts(this.workerId, await Promise.all(due.map((delivery) => this.attempt(delivery))));
       attempts += due.length;
     }
   }
 
-  private async attempt(delivery: DueDelivery): Promise<void> {
+  private async attempt(delivery: DueDelivery): Promise<AttemptRecord> {
     const { clock, logger, scheduleSeconds } = this.options;
     const attemptedAt = clock.now();
     const attemptNumber = delivery.attempts + 1;
@@ -89,41 +92,39 @@ export class DeliveryWorker {
             firstAttemptAt,
             nextAttemptAt: new Date(Math.max(clock.now().getTime(), new Date(firstAttemptAt).getTime() + nextOffset * 1000)).toISOString(),
           };
-    await this.options.webhooks.recordAttempt(
-      delivery.id,
-      this.workerId,
-      { attempt: attemptNumber, attemptedAt: attemptedAt.toISOString(), statusCode, durationMs, error },
-      outcome,
-    );
     const fields = { deliveryId: delivery.id, webhookId: delivery.webhookId, event: delivery.eventName, attempt: attemptNumber, statusCode, durationMs, error };
     if (succeeded) logger.debug(fields, 'webhook delivered');
     else logger.warn({ ...fields, outcome: outcome.status }, outcome.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; will retry');
+    return { deliveryId: delivery.id, attempt: { attempt: attemptNumber, attemptedAt: attemptedAt.toISOString(), statusCode, durationMs, error }, outcome };
   }
 
-  /** Runs a pass now (after a commit that created deliveries) instead of at the next poll. */
+  /**
+   * Runs a pass now (after a commit that created deliveries) instead of at the next poll. Up to
+   * MAX_PASSES passes overlap, so new deliveries are sent while an earlier batch waits for slow
+   * receivers; they never take the same delivery, and the claim keeps each verification's order.
+   */
   wake(): void {
     if (this.stopped) return;
-    if (this.pass) {
+    if (this.passes.size >= MAX_PASSES) {
       this.again = true;
       return;
     }
     clearTimeout(this.timer);
-    this.pass = this.runDue()
+    const pass: Promise<void> = this.runDue()
       .then(() => undefined)
       .catch((error) => this.options.logger.warn({ err: error }, 'webhook delivery pass failed'))
       .finally(() => {
-        this.pass = undefined;
+        this.passes.delete(pass);
         if (this.stopped) return;
         if (this.again) {
           this.again = false;
           this.wake();
-        } else {
+        } else if (this.passes.size === 0) {
           this.timer = setTimeout(() => this.wake(), this.pollMs);
         }
       });
+    this.passes.add(pass);
   }
-
-  private pollMs = 1000;
 
   /** Polls for deliveries due by their schedule or left by another process; wakes early on new ones. */
   start(pollMs: number): void {
@@ -135,7 +136,7 @@ export class DeliveryWorker {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.pass;
+    await Promise.all(this.passes);
   }
 }
 

@@ -45,6 +45,12 @@ export interface DueDelivery {
   body: string;
 }
 
+export interface AttemptRecord {
+  deliveryId: string;
+  attempt: DeliveryAttempt;
+  outcome: { status: 'succeeded' | 'failed' | 'pending'; firstAttemptAt: string; nextAttemptAt: string | null };
+}
+
 export interface NewDelivery {
   id: string;
   webhookId: string;
@@ -192,31 +198,31 @@ export class WebhooksRepository {
       }));
   }
 
-  /** Logs one attempt and moves the delivery on: done, or waiting for `nextAttemptAt`, or failed. */
-  async recordAttempt(
-    deliveryId: string,
-    workerId: string,
-    attempt: DeliveryAttempt,
-    outcome: { status: 'succeeded' | 'failed' | 'pending'; firstAttemptAt: string; nextAttemptAt: string | null },
-  ): Promise<void> {
+  /** Logs attempts and moves each delivery on: done, or waiting for `nextAttemptAt`, or failed. */
+  async recordAttempts(workerId: string, records: AttemptRecord[]): Promise<void> {
+    if (records.length === 0) return;
     await this.knex.transaction(async (trx) => {
-      await trx('webhook_delivery_attempts').insert({
-        delivery_id: deliveryId,
-        attempt: attempt.attempt,
-        attempted_at: attempt.attemptedAt,
-        status_code: attempt.statusCode,
-        duration_ms: attempt.durationMs,
-        error: attempt.error,
-      });
-      // Only the claimant records: if its lease ran out and another worker took over, it stands aside.
-      await trx('webhook_deliveries').where({ id: deliveryId, locked_by: workerId }).update({
-        status: outcome.status,
-        attempts: attempt.attempt,
-        first_attempt_at: outcome.firstAttemptAt,
-        next_attempt_at: outcome.nextAttemptAt,
-        locked_by: null,
-        locked_until: null,
-      });
+      await trx('webhook_delivery_attempts').insert(
+        records.map(({ deliveryId, attempt }) => ({
+          delivery_id: deliveryId,
+          attempt: attempt.attempt,
+          attempted_at: attempt.attemptedAt,
+          status_code: attempt.statusCode,
+          duration_ms: attempt.durationMs,
+          error: attempt.error,
+        })),
+      );
+      for (const { deliveryId, attempt, outcome } of records) {
+        // Only the claimant records: if its lease ran out and another worker took over, it stands aside.
+        await trx('webhook_deliveries').where({ id: deliveryId, locked_by: workerId }).update({
+          status: outcome.status,
+          attempts: attempt.attempt,
+          first_attempt_at: outcome.firstAttemptAt,
+          next_attempt_at: outcome.nextAttemptAt,
+          locked_by: null,
+          locked_until: null,
+        });
+      }
     });
   }
 

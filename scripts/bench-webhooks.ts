@@ -1,0 +1,110 @@
+// `npm run bench:webhooks`: a server process (as `npm start` runs it) delivers to a local HTTPS
+// receiver; prints deliveries per second and the time from each state change (the event's
+// occurred_at) to its first delivery attempt, p50 and p99. BENCH_ENDPOINTS endpoints (default 10)
+// each subscribe to every event; BENCH_VERIFICATIONS synthetic creators (default 300) complete at
+// creation, so each creation fans out to every endpoint. BENCH_DATABASE_URL picks the database.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeTestCertificates, TestReceiver } from '../src/webhooks/test-receiver.ts';
+
+const root = new URL('..', import.meta.url).pathname;
+const endpoints = Number(process.env.BENCH_ENDPOINTS ?? 10);
+const verifications = Number(process.env.BENCH_VERIFICATIONS ?? 300);
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+async function admin(env: Record<string, string>, args: string[]): Promise<any> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'], { cwd: root, env: { ...process.env, ...env } });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  const [code] = await once(child, 'exit');
+  if (code !== 0) throw new Error(`admin ${args.join(' ')} failed`);
+  return JSON.parse(out);
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function main(): Promise<void> {
+  const certificates = makeTestCertificates();
+  const receiver = new TestReceiver(certificates);
+  const receiverUrl = await receiver.listen();
+  const dir = mkdtempSync(join(tmpdir(), 'civ-bench-webhooks-'));
+  const port = await freePort();
+  const env = {
+    PORT: String(port),
+    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? `sqlite:${join(dir, 'bench.sqlite')}`,
+    LOG_LEVEL: 'error',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+    NODE_EXTRA_CA_CERTS: certificates.caFile,
+  };
+  const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    for (let ready = false; !ready; ) {
+      ready = await fetch(`${base}/readyz`).then((r) => r.ok, () => false);
+      if (!ready) await new Promise((r) => setTimeout(r, 100));
+    }
+    const lender = await admin(env, ['lender', 'create', '--name', 'Webhook Benchmark']);
+    const key = await admin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
+    await admin(env, ['key', 'limit', '--key-id', key.id, '--rate-limit', '1000000', '--burst', '1000000']);
+    const headers = { authorization: `Bearer ${key.api_key}`, 'content-type': 'application/json' };
+    for (let i = 0; i < endpoints; i++) {
+      const response = await fetch(`${base}/api/v1/webhooks`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ url: `${receiverUrl}/endpoint-${i}`, events: ['verification.completed'] }),
+      });
+      if (response.status !== 201) throw new Error(`webhook registration: ${response.status} ${await response.text()}`);
+    }
+    const expected = endpoints * verifications;
+    const started = Date.now();
+    // Ten clients create verifications side by side, as lenders would.
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (next++ < verifications) {
+          const response = await fetch(`${base}/api/v1/verifications`, {
+            method: 'POST',
+            headers: { ...headers, 'idempotency-key': randomUUID() },
+            body: JSON.stringify({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }),
+          });
+          if (response.status !== 201) throw new Error(`create: ${response.status}`);
+          await response.arrayBuffer();
+        }
+      }),
+    );
+    const created = Date.now();
+    while (receiver.received.length < expected) {
+      if (Date.now() - created > 120_000) throw new Error(`only ${receiver.received.length} of ${expected} deliveries arrived`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const first = Math.min(...receiver.received.map((r) => r.receivedAt));
+    const last = Math.max(...receiver.received.map((r) => r.receivedAt));
+    const latencies = receiver.received
+      .map((r) => r.receivedAt - Date.parse(JSON.parse(r.rawBody.toString()).occurred_at))
+      .sort((a, b) => a - b);
+    const rate = expected / ((last - first) / 1000);
+    console.log(`webhook benchmark: ${verifications} completed verifications x ${endpoints} endpoints = ${expected} deliveries, database ${env.DATABASE_URL.split(':')[0]}, Node ${process.version}`);
+    console.log(`  creation took ${((created - started) / 1000).toFixed(1)} s; deliveries spanned ${((last - first) / 1000).toFixed(1)} s`);
+    console.log(`  deliveries per second:           ${rate.toFixed(0)}   (goal >= 500: ${rate >= 500 ? 'met' : 'MISSED'})`);
+    console.log(`  state change -> first attempt:   p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms   (goal p99 <= 250 ms: ${percentile(latencies, 99) <= 250 ? 'met' : 'MISSED'})`);
+  } finally {
+    server.kill('SIGTERM');
+    await once(server, 'exit');
+    await receiver.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -22,8 +22,14 @@ const READY_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
 const OUTPUT_TAIL_CHARS = 16_000;
+/** What a self-started sandbox is given as SANDBOX_COMPLETE_DELAY_MS, so `test-` outcomes are quick. */
+const SELF_STARTED_SANDBOX_DELAY_MS = 1_000;
+/** The service's default SANDBOX_COMPLETE_DELAY_MS (D22), assumed for a deployment unless told otherwise. */
+const DEFAULT_SANDBOX_DELAY_MS = 5_000;
+/** The pilot plan of section 8 and D8, which the `pilot` key gets. */
+export const PILOT_QUOTA = { perMinute: 60, burst: 10 } as const;
 
-export type KeyName = 'lender' | 'otherLender' | 'gdpr' | 'revoked';
+export type KeyName = 'lender' | 'otherLender' | 'gdpr' | 'revoked' | 'pilot';
 export type ServiceMode = 'sandbox' | 'production';
 
 export interface Keys {
@@ -35,6 +41,8 @@ export interface Keys {
   gdpr?: string;
   /** A key its operator has revoked. */
   revoked?: string;
+  /** Role lender, limited to the pilot quota (60 requests/minute, burst 10) whatever the deployment's mode. */
+  pilot?: string;
 }
 
 export interface CliLender {
@@ -55,6 +63,8 @@ export interface Operator {
   createLender(name: string): Promise<CliLender>;
   createKey(lenderId: string, role: 'lender' | 'gdpr_admin'): Promise<CliKey>;
   revokeKey(keyId: string): Promise<CliKey>;
+  /** `key limit`: gives one key its own quota (D8). */
+  limitKey(keyId: string, perMinute: number, burst: number): Promise<unknown>;
 }
 
 export interface RequestOptions {
@@ -69,6 +79,43 @@ export interface RequestOptions {
   json?: unknown;
   /** Sent as is; give `headers['content-type']` yourself. */
   body?: string;
+  /**
+   * Send at once, without the client-side pacing that keeps the suite inside a sandbox key's quota;
+   * for the tests that mean to exceed a limit.
+   */
+  unpaced?: boolean;
+}
+
+/**
+ * The suite is a client like any other and stays inside its quota (D8: a sandbox key has 1000
+ * requests a minute, at most 100 in any second), so that only the tests that mean to be refused are.
+ * Per Authorization header value, requests wait until they fit in every window.
+ */
+const CLIENT_PACE: Array<{ windowMs: number; max: number }> = [
+  { windowMs: 1_000, max: 40 },
+  { windowMs: 60_000, max: 800 },
+];
+
+class Pacer {
+  private readonly sent: number[] = [];
+
+  async take(): Promise<void> {
+    for (;;) {
+      const now = Date.now();
+      const longest = Math.max(...CLIENT_PACE.map((pace) => pace.windowMs));
+      while (this.sent.length > 0 && this.sent[0]! <= now - longest) this.sent.shift();
+      const waits = CLIENT_PACE.map(({ windowMs, max }) => {
+        const inWindow = this.sent.filter((at) => at > now - windowMs);
+        return inWindow.length < max ? 0 : inWindow[inWindow.length - max]! + windowMs - now + 1;
+      });
+      const wait = Math.max(...waits);
+      if (wait <= 0) {
+        this.sent.push(now);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
 }
 
 export interface ApiResponse extends ObservedResponse {
@@ -81,6 +128,8 @@ export interface ApiResponse extends ObservedResponse {
  * contract before a test sees it, so no test can forget to.
  */
 export class ApiClient {
+  private readonly pacers = new Map<string, Pacer>();
+
   constructor(
     readonly baseUrl: string,
     private readonly keys: Keys,
@@ -105,6 +154,7 @@ export class ApiClient {
       headers['content-type'] ??= 'application/json';
     }
     const url = new URL(path, this.baseUrl).toString();
+    if (!options.unpaced) await this.pacerFor(authorization).take();
     const raw = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     const text = await raw.text();
     let json: unknown;
@@ -116,6 +166,13 @@ export class ApiClient {
     const response: ApiResponse = { method, url, status: raw.status, headers: raw.headers, text, json };
     this.contract.assertConforms(method, url, response);
     return response;
+  }
+
+  private pacerFor(authorization: string | undefined): Pacer {
+    const subject = authorization ?? '(no key)';
+    let pacer = this.pacers.get(subject);
+    if (!pacer) this.pacers.set(subject, (pacer = new Pacer()));
+    return pacer;
   }
 
   private authorizationFor(options: RequestOptions): string | undefined {
@@ -144,6 +201,11 @@ export interface Target {
   readonly lenderId: string | undefined;
   /** Mode of the deployment, read from the lender key's prefix (`civ_test_` sandbox, `civ_live_` production). */
   readonly mode: ServiceMode;
+  /**
+   * The deployment's SANDBOX_COMPLETE_DELAY_MS: when a `test-` verification reaches its outcome.
+   * Known before the target starts, so tests can size their timeouts with it.
+   */
+  readonly sandboxDelayMs: number;
   readonly api: ApiClient;
 }
 
@@ -156,6 +218,7 @@ interface Started {
 
 interface TargetDefinition {
   name: string;
+  sandboxDelayMs: number;
   start(): Promise<Started>;
   stop(): Promise<void>;
 }
@@ -190,6 +253,9 @@ class TargetHandle implements Target {
   }
   get mode() {
     return modeOfKey(this.state.keys.lender);
+  }
+  get sandboxDelayMs() {
+    return this.definition.sandboxDelayMs;
   }
   get api() {
     if (!this.client) throw new Error(`Target ${this.name} is not started`);
@@ -274,6 +340,10 @@ class CliOperator implements Operator {
     return this.cli<CliKey>(['key', 'revoke', '--key-id', keyId]);
   }
 
+  limitKey(keyId: string, perMinute: number, burst: number): Promise<unknown> {
+    return this.cli(['key', 'limit', '--key-id', keyId, '--rate-limit', String(perMinute), '--burst', String(burst)]);
+  }
+
   private async cli<T>(args: string[]): Promise<T> {
     const command = ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'];
     try {
@@ -303,6 +373,7 @@ interface ServiceDatabase {
 }
 
 class SelfStartedService implements TargetDefinition {
+  readonly sandboxDelayMs = SELF_STARTED_SANDBOX_DELAY_MS;
   private child: ChildProcess | undefined;
   private database: ServiceDatabase | undefined;
 
@@ -320,6 +391,7 @@ class SelfStartedService implements TargetDefinition {
       SERVICE_MODE: 'sandbox',
       LOG_LEVEL: 'warn',
       VALIDATE_RESPONSES: '1',
+      SANDBOX_COMPLETE_DELAY_MS: String(this.sandboxDelayMs),
       DATABASE_URL: this.database.url,
     });
     const operator = new CliOperator(env);
@@ -329,12 +401,15 @@ class SelfStartedService implements TargetDefinition {
     const lenderKey = await operator.createKey(lender.id, 'lender');
     const otherLenderKey = await operator.createKey(otherLender.id, 'lender');
     const gdprKey = await operator.createKey(lender.id, 'gdpr_admin');
+    // A sandbox key would get 1000/min burst 100 (D8); this one gets the pilot quota, to be tripped.
+    const pilotKey = await operator.createKey(lender.id, 'lender');
+    await operator.limitKey(pilotKey.id, PILOT_QUOTA.perMinute, PILOT_QUOTA.burst);
 
     const baseUrl = `http://127.0.0.1:${port}`;
     await this.spawnService(env, baseUrl);
     return {
       baseUrl,
-      keys: { lender: lenderKey.api_key, otherLender: otherLenderKey.api_key, gdpr: gdprKey.api_key },
+      keys: { lender: lenderKey.api_key, otherLender: otherLenderKey.api_key, gdpr: gdprKey.api_key, pilot: pilotKey.api_key },
       operator,
       lenderId: lender.id,
     };
@@ -431,12 +506,14 @@ async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise
 
 class ExternalDeployment implements TargetDefinition {
   readonly name: string;
+  readonly sandboxDelayMs: number;
 
   constructor(
     private readonly baseUrl: string,
     private readonly env: NodeJS.ProcessEnv,
   ) {
     this.name = `external ${baseUrl}`;
+    this.sandboxDelayMs = positiveInteger(env, 'CONFORMANCE_SANDBOX_DELAY_MS', DEFAULT_SANDBOX_DELAY_MS);
   }
 
   async start(): Promise<Started> {
@@ -450,6 +527,7 @@ class ExternalDeployment implements TargetDefinition {
         otherLender: optional('CONFORMANCE_OTHER_LENDER_KEY'),
         gdpr: optional('CONFORMANCE_GDPR_KEY'),
         revoked: optional('CONFORMANCE_REVOKED_KEY'),
+        pilot: optional('CONFORMANCE_PILOT_KEY'),
       },
       operator: undefined,
       lenderId: undefined,
@@ -457,6 +535,13 @@ class ExternalDeployment implements TargetDefinition {
   }
 
   async stop(): Promise<void> {}
+}
+
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a whole number of milliseconds, not "${raw}".`);
+  return Number(raw);
 }
 
 // ---------------------------------------------------------------- the targets of this run
@@ -497,9 +582,23 @@ export function forEachTarget(suite: (target: Target) => void): void {
 export function requireKey(context: Mocha.Context, target: Target, name: KeyName): string {
   const key = target.keys[name];
   if (!key) {
-    const variable = { lender: 'CONFORMANCE_LENDER_KEY', otherLender: 'CONFORMANCE_OTHER_LENDER_KEY', gdpr: 'CONFORMANCE_GDPR_KEY', revoked: 'CONFORMANCE_REVOKED_KEY' }[name];
+    const variable = {
+      lender: 'CONFORMANCE_LENDER_KEY',
+      otherLender: 'CONFORMANCE_OTHER_LENDER_KEY',
+      gdpr: 'CONFORMANCE_GDPR_KEY',
+      revoked: 'CONFORMANCE_REVOKED_KEY',
+      pilot: 'CONFORMANCE_PILOT_KEY',
+    }[name];
     context.test!.title += ` (skipped: set ${variable} to run it)`;
     context.skip();
   }
   return key!;
+}
+
+/** Skips the running test, with the reason, on a production deployment: synthetic creators and `test-` triggers are sandbox only (D10). */
+export function requireSandbox(context: Mocha.Context, target: Target): void {
+  if (target.mode !== 'sandbox') {
+    context.test!.title += ' (skipped: needs a sandbox deployment; the lender key is a production key)';
+    context.skip();
+  }
 }

@@ -66,6 +66,9 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'extended');
+  // Only the contract's paths exist: no trailing-slash or upper-case variants of them (D7, P8).
+  app.set('strict routing', true);
+  app.set('case sensitive routing', true);
   app.set('trust proxy', deps.config.trustProxy);
   app.set('etag', false);
 

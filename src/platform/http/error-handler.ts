@@ -103,6 +103,12 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     const body: Record<string, unknown> = { error: apiError.code, message: apiError.message };
     if (apiError.options.details?.length) body.details = apiError.options.details;
-    res.status(apiError.status).json(body);
+    // Written directly rather than through res.json: nothing hooked onto res.json (the response
+    // validator of tests) may turn an error into an HTML page.
+    const text = JSON.stringify(body);
+    res.status(apiError.status);
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('Content-Length', Buffer.byteLength(text));
+    res.end(text);
   };
 }

@@ -1,0 +1,244 @@
+import assert from 'node:assert/strict';
+import { loadContract } from './contract.ts';
+import { forEachTarget, requireSandbox, type ApiResponse, type Target } from './harness.ts';
+import {
+  assertResourceInvariants,
+  createVerification,
+  follow,
+  getTape,
+  getVerification,
+  randomReference,
+  sleep,
+  statesOf,
+  SYNTHETIC_CREATORS,
+  TERMINAL_STATES,
+  type Observation,
+  type Verification,
+} from './sandbox.ts';
+
+/**
+ * Happy: the state table of section 3, as the contract writes it (`x-transitions` of
+ * `VerificationStatus`), walked through the status endpoint of a sandbox. Every row must be
+ * reached by one of the scenarios below; a row the suite does not know fails the run.
+ */
+
+interface Row {
+  from: string | null;
+  trigger: string;
+  to: string;
+  emits: string | null;
+}
+
+const rowKey = (row: Pick<Row, 'from' | 'trigger' | 'to'>) => `${row.from ?? '(creation)'} -[${row.trigger}]-> ${row.to}`;
+
+interface Scenario {
+  name: string;
+  prefix: string;
+  platforms: Array<'youtube' | 'stripe'>;
+  /** The distinct states the status endpoint must show, in order, from the creation response on. */
+  path: Verification['status'][];
+  failureReason?: string;
+}
+
+/** D11: the `test-` prefixes, and a reference without one (a real creator, who never consents here). */
+const SCENARIOS: Scenario[] = [
+  { name: 'real creator', prefix: 'conformance-real-', platforms: ['youtube', 'stripe'], path: ['pending_consent'] },
+  // P9: a `test-` reference without one of the trigger prefixes waits for consent like a real one.
+  { name: 'other test- reference', prefix: 'test-conformance-', platforms: ['youtube'], path: ['pending_consent'] },
+  { name: 'test-complete-', prefix: 'test-complete-', platforms: ['youtube'], path: ['pending_consent', 'processing', 'completed'] },
+  { name: 'test-fail-', prefix: 'test-fail-', platforms: ['youtube', 'stripe'], path: ['pending_consent', 'processing', 'failed'], failureReason: 'platform_error' },
+  { name: 'test-revoke-', prefix: 'test-revoke-', platforms: ['stripe'], path: ['pending_consent', 'processing', 'failed'], failureReason: 'consent_revoked' },
+  { name: 'test-timeout-', prefix: 'test-timeout-', platforms: ['youtube'], path: ['pending_consent', 'processing', 'failed'], failureReason: 'timeout' },
+  { name: 'test-expire-', prefix: 'test-expire-', platforms: ['youtube'], path: ['pending_consent', 'expired'] },
+];
+const SYNTHETIC = 'synthetic creators (section 2.6)';
+
+/** Which scenarios reach each row of the table. Kept by hand: a new row in the contract must be added here. */
+const COVERAGE: Record<string, string[]> = {
+  '(creation) -[created]-> pending_consent': ['real creator', 'other test- reference', 'test-complete-', 'test-fail-', 'test-revoke-', 'test-timeout-', 'test-expire-'],
+  '(creation) -[created_synthetic]-> completed': [SYNTHETIC],
+  'pending_consent -[consent_completed]-> processing': ['test-complete-', 'test-fail-', 'test-revoke-', 'test-timeout-'],
+  'processing -[tape_computed]-> completed': ['test-complete-'],
+  'processing -[collection_failed]-> failed': ['test-fail-', 'test-revoke-', 'test-timeout-'],
+  'pending_consent -[consent_expired]-> expired': ['test-expire-'],
+};
+
+interface Walk {
+  created: ApiResponse;
+  observations: Observation[];
+  /** GET .../tape at the first sight of each state. */
+  tapes: Map<string, ApiResponse>;
+  /** One more GET, a whole sandbox delay after the last state was reached. */
+  settled: Verification;
+}
+
+async function transitionRows(): Promise<Row[]> {
+  const { document } = await loadContract();
+  const rows = document.components?.schemas?.VerificationStatus?.['x-transitions'] as Row[] | undefined;
+  assert.ok(Array.isArray(rows) && rows.length > 0, 'the contract lists the moves in components.schemas.VerificationStatus.x-transitions');
+  return rows;
+}
+
+async function walk(target: Target, reference: string, platforms: Scenario['platforms'], watchOnly: boolean): Promise<Walk> {
+  const created = await createVerification(target, { obligor_reference: reference, creator_platforms: platforms });
+  assert.equal(created.status, 201, created.text);
+  const id = (created.json as Verification).verification_id;
+  const tapes = new Map<string, ApiResponse>();
+  const onNewState = async (resource: Verification) => {
+    if (!tapes.has(resource.status)) tapes.set(resource.status, await getTape(target, id));
+  };
+  await onNewState(created.json as Verification);
+  // A real creator never consents here: watch it for longer than any `test-` outcome takes.
+  const polled = await follow(target, id, watchOnly ? { forMs: Math.round(target.sandboxDelayMs * 1.5), onNewState } : { onNewState });
+  const observations: Observation[] = [{ at: 0, resource: created.json as Verification }, ...polled];
+  await sleep(target.sandboxDelayMs);
+  const settled = await getVerification(target, id);
+  return { created, observations, tapes, settled };
+}
+
+/** Starts every walk at once (they run concurrently); each test awaits the walks it needs. */
+function startWalks(target: Target): Map<string, Promise<Walk>> {
+  const walks = new Map<string, Promise<Walk>>();
+  for (const scenario of SCENARIOS) {
+    walks.set(scenario.name, walk(target, randomReference(scenario.prefix), scenario.platforms, scenario.path.length === 1));
+  }
+  for (const { reference } of SYNTHETIC_CREATORS) walks.set(reference, walk(target, reference, ['youtube', 'stripe'], false));
+  // Failures surface in the tests that await them; this only keeps Node from calling them unhandled.
+  for (const promise of walks.values()) promise.catch(() => undefined);
+  return walks;
+}
+
+forEachTarget((target) => {
+  describe('happy: the state table (x-transitions), walked in the sandbox', function () {
+    // Every walk runs concurrently: one sandbox delay to the outcome, one more to see it stay put.
+    this.timeout(target.sandboxDelayMs * 3 + 30_000);
+    let walks: Map<string, Promise<Walk>>;
+    const walkOf = (name: string) => {
+      const found = walks.get(name);
+      assert.ok(found, `no walk ${name}`);
+      return found;
+    };
+    const scenarioWalks = async (names: string[]) => {
+      const expanded = names.flatMap((name) => (name === SYNTHETIC ? SYNTHETIC_CREATORS.map((c) => c.reference) : [name]));
+      return Promise.all(expanded.map(async (name) => ({ name, walk: await walkOf(name) })));
+    };
+    const allWalks = () => scenarioWalks([...SCENARIOS.map((s) => s.name), SYNTHETIC]);
+
+    before(function () {
+      requireSandbox(this, target);
+      walks = startWalks(target);
+    });
+
+    it('the suite covers exactly the rows of x-transitions (a new row fails here until a scenario reaches it)', async () => {
+      const rows = (await transitionRows()).map(rowKey).sort();
+      assert.deepEqual(rows, Object.keys(COVERAGE).sort());
+    });
+
+    for (const [key, scenarioNames] of Object.entries(COVERAGE)) {
+      it(`row ${key}: observed with ${scenarioNames.join(', ')}`, async () => {
+        const row = (await transitionRows()).find((candidate) => rowKey(candidate) === key);
+        assert.ok(row, `x-transitions has no row ${key}`);
+        for (const { name, walk: seen } of await scenarioWalks(scenarioNames)) {
+          const states = statesOf(seen.observations);
+          if (row.from === null) {
+            assert.equal((seen.created.json as Verification).status, row.to, `${name}: the creation response is ${row.to}`);
+          } else {
+            const at = states.indexOf(row.from);
+            assert.ok(at >= 0 && states[at + 1] === row.to, `${name}: expected ${row.from} then ${row.to}; states seen: ${states.join(' → ')}`);
+          }
+        }
+      });
+    }
+
+    it('every scenario shows exactly its path of states, and every move seen is a row of the table', async () => {
+      const rows = await transitionRows();
+      for (const scenario of SCENARIOS) {
+        const states = statesOf((await walkOf(scenario.name)).observations);
+        assert.deepEqual(states, scenario.path, `${scenario.name}: states seen`);
+      }
+      for (const { name, walk: seen } of await allWalks()) {
+        const states = statesOf(seen.observations);
+        assert.ok(rows.some((row) => row.from === null && row.to === states[0]), `${name}: created as ${states[0]}, which no row allows`);
+        for (let i = 1; i < states.length; i++) {
+          assert.ok(rows.some((row) => row.from === states[i - 1] && row.to === states[i]), `${name}: ${states[i - 1]} → ${states[i]} is not a row of the table`);
+        }
+      }
+    });
+
+    it('a synthetic creator is completed in the creation response itself, with its tape (no consent step)', async () => {
+      for (const { name, walk: seen } of await scenarioWalks([SYNTHETIC])) {
+        const resource = seen.created.json as Verification;
+        assert.equal(resource.status, 'completed', name);
+        assert.equal(seen.tapes.get('completed')?.status, 200, `${name}: the tape is there at once`);
+      }
+    });
+
+    for (const name of ['real creator', 'other test- reference']) {
+      it(`a ${name} waits in pending_consent (nothing moves without consent${name === 'real creator' ? '' : ', P9'})`, async () => {
+        const seen = await walkOf(name);
+        assert.deepEqual(statesOf(seen.observations), ['pending_consent']);
+        assert.equal(seen.settled.status, 'pending_consent');
+        assert.ok(seen.settled.platform_connections.every((c) => c.status === 'not_connected'), JSON.stringify(seen.settled.platform_connections));
+        assert.ok(Date.parse(seen.settled.expires_at) > Date.now(), 'its consent session is still open');
+      });
+    }
+
+    for (const scenario of SCENARIOS.filter((s) => s.failureReason)) {
+      it(`processing → failed with failure_reason ${scenario.failureReason} (${scenario.name})`, async () => {
+        const seen = await walkOf(scenario.name);
+        const last = seen.observations.at(-1)!.resource;
+        assert.equal(last.status, 'failed');
+        assert.equal(last.failure_reason, scenario.failureReason);
+      });
+    }
+
+    it('D2: completed_at only when completed, failure_reason only when failed, schema_version only with a tape, expires_at = created_at + 7 days, consent_url without the id, in every state seen', async () => {
+      for (const { walk: seen } of await allWalks()) {
+        const original = seen.created.json as Verification;
+        for (const { resource } of seen.observations) assertResourceInvariants(resource, original);
+        assertResourceInvariants(seen.settled, original);
+      }
+    });
+
+    it('updated_at moves forward with every change of state, and never back', async () => {
+      for (const { name, walk: seen } of await allWalks()) {
+        const observations = [...seen.observations.map((o) => o.resource), seen.settled];
+        for (let i = 1; i < observations.length; i++) {
+          const [before, after] = [observations[i - 1]!, observations[i]!];
+          const [t0, t1] = [Date.parse(before.updated_at), Date.parse(after.updated_at)];
+          assert.ok(t1 >= t0, `${name}: updated_at went back from ${before.updated_at} to ${after.updated_at}`);
+          if (before.status !== after.status) assert.ok(t1 > t0, `${name}: ${before.status} → ${after.status} left updated_at at ${before.updated_at}`);
+        }
+      }
+    });
+
+    it('a terminal state never changes afterwards (the resource is the same a whole sandbox delay later)', async () => {
+      for (const { name, walk: seen } of await allWalks()) {
+        const last = seen.observations.at(-1)!.resource;
+        if (!(TERMINAL_STATES as readonly string[]).includes(last.status)) continue;
+        assert.deepEqual(seen.settled, last, `${name}: ${last.status} changed`);
+      }
+    });
+
+    it('the tape is 404 naming the status in every state before completion, and 200 at 2.0.0 once completed (D5)', async () => {
+      for (const { name, walk: seen } of await allWalks()) {
+        const states = statesOf(seen.observations);
+        for (const [status, response] of seen.tapes) {
+          // The tape was asked for right after `status` was seen; the verification may have moved on since.
+          const since = states.slice(states.indexOf(status));
+          if (response.status === 200) {
+            assert.ok(since.includes('completed'), `${name}: a tape while ${since.join(' → ')}`);
+            assert.equal((response.json as { schema_version: string }).schema_version, '2.0.0');
+          } else {
+            assert.equal(response.status, 404, `${name} (${status}): ${response.text}`);
+            const body = response.json as { error: string; message: string };
+            assert.equal(body.error, 'not_found');
+            const named = since.filter((state) => state !== 'completed' && new RegExp(`\\b${state}\\b`).test(body.message));
+            assert.ok(named.length > 0, `${name}: the message names the status (${since.join(' or ')}): ${body.message}`);
+          }
+        }
+        if (states.includes('completed')) assert.ok(seen.tapes.get('completed')?.status === 200, `${name}: completed, yet no tape`);
+      }
+    });
+  });
+});

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Runs the conformance suite against a separate server process on PostgreSQL, the way it runs against
+# any deployment: a fresh database on the server TEST_POSTGRES_URL names, `npm start` in the
+# background (sandbox mode), lender accounts and keys made with the operator CLI, then
+# `npm run conformance` with the CONFORMANCE_* variables set. The server is stopped and the database
+# dropped on the way out, whether the suite passed or not.
+#
+#   TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:55432/postgres conformance/run-against-server.sh
+#
+# Optional: CONFORMANCE_PORT (default: a free port), READY_TIMEOUT_SECONDS (default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+: "${TEST_POSTGRES_URL:?set TEST_POSTGRES_URL to a PostgreSQL server URL, e.g. postgres://postgres@127.0.0.1:55432/postgres}"
+SANDBOX_DELAY_MS=1000
+READY_TIMEOUT_SECONDS=${READY_TIMEOUT_SECONDS:-60}
+
+# ---------------------------------------------------------------- small helpers (node, so no curl or jq is needed)
+
+# `json_field FIELD` prints FIELD of the JSON document on stdin.
+json_field() {
+  node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s)[process.argv[1]]));' "$1"
+}
+
+# `sql STATEMENT` runs one statement on the server's maintenance database.
+sql() {
+  node -e 'const pg = require("pg"); const c = new pg.Client({ connectionString: process.argv[1] });
+    c.connect().then(() => c.query(process.argv[2])).finally(() => c.end()).catch((e) => { console.error(e.message); process.exit(1); });' \
+    "$TEST_POSTGRES_URL" "$1"
+}
+
+free_port() {
+  node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+}
+
+# `answers_200 URL` succeeds when URL answers 200.
+answers_200() {
+  node -e 'fetch(process.argv[1], { signal: AbortSignal.timeout(2000) }).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1));' "$1"
+}
+
+# `admin ARGS...` runs the operator CLI against the server's database and prints its JSON.
+admin() {
+  DATABASE_URL="$DATABASE_URL" SERVICE_MODE=sandbox LOG_LEVEL=warn npm run -s admin -- "$@" --json
+}
+
+# ---------------------------------------------------------------- database, server, clean-up
+
+DB_NAME="conformance_ci_$(date +%s)_$$"
+DATABASE_URL=$(node -e 'const u = new URL(process.argv[1]); u.pathname = "/" + process.argv[2]; console.log(u.toString());' "$TEST_POSTGRES_URL" "$DB_NAME")
+PORT=${CONFORMANCE_PORT:-$(free_port)}
+BASE_URL="http://127.0.0.1:$PORT"
+LOG_FILE=$(mktemp /tmp/civ-conformance-server.XXXXXX.log)
+SERVER_PID=""
+
+# npm start runs the server as a grandchild: signal the whole process group setsid gave it, wait
+# for the group to drain (SIGTERM lets the server finish in-flight requests), then kill what is left.
+stop_server() {
+  [ -n "$SERVER_PID" ] || return 0
+  kill -TERM -- "-$SERVER_PID" 2>/dev/null || true
+  local waited=0
+  while kill -0 -- "-$SERVER_PID" 2>/dev/null && [ "$waited" -lt 150 ]; do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  kill -KILL -- "-$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+}
+
+clean_up() {
+  local status=$?
+  stop_server
+  if [ "$status" -ne 0 ] && [ -s "$LOG_FILE" ]; then
+    echo "--- server output (last 100 lines)" >&2
+    tail -n 100 "$LOG_FILE" >&2
+  fi
+  sql "DROP DATABASE IF EXISTS $DB_NAME WITH (FORCE)" || echo "could not drop database $DB_NAME" >&2
+  rm -f "$LOG_FILE"
+  exit "$status"
+}
+trap clean_up EXIT
+# A signal ends the script through exit, so the EXIT trap cleans up then too.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+echo "database $DB_NAME, server on $BASE_URL"
+sql "CREATE DATABASE $DB_NAME"
+
+# setsid: the server gets its own process group, so stopping it stops npm, tsx and node together.
+setsid env PORT="$PORT" HOST=127.0.0.1 DATABASE_URL="$DATABASE_URL" SERVICE_MODE=sandbox \
+  SANDBOX_COMPLETE_DELAY_MS="$SANDBOX_DELAY_MS" LOG_LEVEL=warn \
+  npm start >"$LOG_FILE" 2>&1 &
+SERVER_PID=$!
+
+deadline=$((SECONDS + READY_TIMEOUT_SECONDS))
+until answers_200 "$BASE_URL/readyz"; do
+  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    echo "the server exited before it was ready" >&2
+    exit 1
+  fi
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "the server was not ready after $READY_TIMEOUT_SECONDS s" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+
+# ---------------------------------------------------------------- accounts and keys (operator CLI, D23)
+
+lender_a=$(admin lender create --name "Conformance Lender A" | json_field id)
+lender_b=$(admin lender create --name "Conformance Lender B" | json_field id)
+lender_key=$(admin key create --lender "$lender_a" --role lender | json_field api_key)
+other_lender_key=$(admin key create --lender "$lender_b" --role lender | json_field api_key)
+gdpr_key=$(admin key create --lender "$lender_a" --role gdpr_admin | json_field api_key)
+pilot=$(admin key create --lender "$lender_a" --role lender)
+admin key limit --key-id "$(json_field id <<<"$pilot")" --rate-limit 60 --burst 10 >/dev/null
+revoked=$(admin key create --lender "$lender_a" --role lender)
+admin key revoke --key-id "$(json_field id <<<"$revoked")" >/dev/null
+
+# ---------------------------------------------------------------- the suite, as against any deployment
+
+CONFORMANCE_BASE_URL="$BASE_URL" \
+  CONFORMANCE_LENDER_KEY="$lender_key" \
+  CONFORMANCE_OTHER_LENDER_KEY="$other_lender_key" \
+  CONFORMANCE_GDPR_KEY="$gdpr_key" \
+  CONFORMANCE_PILOT_KEY="$(json_field api_key <<<"$pilot")" \
+  CONFORMANCE_REVOKED_KEY="$(json_field api_key <<<"$revoked")" \
+  CONFORMANCE_SANDBOX_DELAY_MS="$SANDBOX_DELAY_MS" \
+  npm run conformance

@@ -95,7 +95,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
       validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req as Request, scopes) } },
       validateFormats: true,
       ignoreUndocumented: false,
-      ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas)(\/|$)/,
+      ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples)(\/|$)/,
     }),
   );
 

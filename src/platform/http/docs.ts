@@ -37,6 +37,8 @@ export function mountDocs(app: Express, apiDocument: Record<string, unknown>): v
   });
   // The AsyncAPI document refers to ./schemas/...; serving that folder keeps its references resolvable.
   app.use('/schemas', express.static(new URL('schemas', specDir).pathname, { index: false, fallthrough: false }));
+  // The OpenAPI document's tape examples point at ./examples/...; serve them beside it.
+  app.use('/examples', express.static(new URL('examples', specDir).pathname, { index: false, fallthrough: false }));
   app.get('/docs', (_req, res) => {
     res.type('html').send(docsPage);
   });

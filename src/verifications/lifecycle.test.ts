@@ -140,6 +140,16 @@ for (const factory of testDatabases()) {
       assert.deepEqual((await service.verifications.eventsOf(v.verification_id)).map((e) => e.name), ['verification.completed']);
     });
 
+    it("scores with the lender's own policy overrides (partner configuration)", async () => {
+      const ctx = adminContext({ mode: 'sandbox' }, new AccountsRepository(service.db.knex), clock);
+      const lender = await admin.createLender(ctx, { name: 'Strict Lender' });
+      const strictKey = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+      await admin.setPolicy(ctx, { id: lender.id, productType: 'rbf', overrides: { prime_min_months: 60 } });
+      const { body: v } = await create({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }, randomUUID(), strictKey);
+      const strictTape = await request(service.app).get(`/api/v1/verifications/${v.verification_id}/tape`).auth(strictKey, { type: 'bearer' });
+      assert.equal(strictTape.body.eligibility.tier, 'standard', 'sixty months of history for prime demotes the 24-month creator');
+    });
+
     it('answers 404 naming the status for the tape of a verification that is not completed', async () => {
       const { body: v } = await create({ obligor_reference: 'obligor-no-tape', creator_platforms: ['youtube'] });
       const response = await tape(v.verification_id);

@@ -12,6 +12,8 @@ import { JobQueue } from './platform/jobs/job-queue.ts';
 import { JobRunner } from './platform/jobs/job-runner.ts';
 import type { Logger } from './platform/logger.ts';
 import { createHandlers, PENDING_OPERATIONS } from './operations.ts';
+import { collectIncome, enforceProcessingWindow, type ConsentDeps } from './consent/consent-flow.ts';
+import { consentRoutes } from './consent/http/consent-routes.ts';
 import { validatePolicyOverrides } from './tape/index.ts';
 import { expireConsent, JOB_KINDS, runSandboxStep, type LifecycleDeps } from './verifications/lifecycle.ts';
 import { VerificationsRepository } from './verifications/verifications-repository.ts';
@@ -98,9 +100,12 @@ export async function startService(config: Config, logger: Logger, options: Serv
         policies: await accounts.findPolicies(lenderId),
       }),
     };
+    const consent: ConsentDeps = { ...lifecycle, processingWindowMs: config.processingWindowMs };
     const jobs = new JobRunner(
       queue,
       {
+        [JOB_KINDS.collectIncome]: (job, now) => collectIncome(consent, { verificationId: job.subjectId, lenderId: String(job.payload.lenderId) }, now),
+        [JOB_KINDS.processingWindow]: (job, now) => enforceProcessingWindow(consent, job.subjectId, now),
         [JOB_KINDS.expireConsent]: (job, now) => expireConsent(lifecycle, job.subjectId, now),
         [JOB_KINDS.sandboxStep]: (job, now) =>
           runSandboxStep(lifecycle, { verificationId: job.subjectId, lenderId: String(job.payload.lenderId), step: Number(job.payload.step) }, now),
@@ -115,7 +120,16 @@ export async function startService(config: Config, logger: Logger, options: Serv
       isDatabaseReachable: () => db.isReachable(),
     });
     const rateLimits = new RateLimits(db);
-    const app = createHttpApp({ config, logger, accounts, rateLimits, apiDocument: loadApiDocument(), handlers, pendingOperations: PENDING_OPERATIONS });
+    const app = createHttpApp({
+      config,
+      logger,
+      accounts,
+      rateLimits,
+      apiDocument: loadApiDocument(),
+      handlers,
+      pendingOperations: PENDING_OPERATIONS,
+      pages: [{ path: '/consent', router: consentRoutes({ ...consent, mode: config.mode, logger }) }],
+    });
     return {
       app,
       db,

@@ -18,6 +18,8 @@ export interface Config {
   /** Seconds after the first attempt at which each delivery attempt happens (D14). */
   webhookRetryScheduleSeconds: number[];
   sandboxCompleteDelayMs: number;
+  /** D18: how long collection may take after consent before the verification fails with `timeout`. */
+  processingWindowMs: number;
   /** How long a webhook receiver has to answer (section 6.2: 10 seconds). */
   webhookTimeoutMs: number;
   /** 32-byte key for encryption at rest; null lets the sandbox generate and keep one (D22). */
@@ -72,6 +74,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       WEBHOOK_RETRY_SCHEDULE: retrySchedule({ default: [0, 60, 300, 1800, 7200] }),
       SANDBOX_COMPLETE_DELAY_MS: num({ default: 5000 }),
       WEBHOOK_TIMEOUT_MS: num({ default: 10000 }),
+      PROCESSING_WINDOW_SECONDS: num({ default: 900 }),
       ENCRYPTION_KEY: encryptionKey({ default: '' }),
       TRUST_PROXY: str({ default: '' }),
       SHUTDOWN_GRACE_MS: num({ default: 10000 }),
@@ -93,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
   if (e.WEBHOOK_TIMEOUT_MS < 100 || e.WEBHOOK_TIMEOUT_MS > 30000) throw new ConfigError('Invalid configuration: WEBHOOK_TIMEOUT_MS must be 100 to 30000');
+  if (e.PROCESSING_WINDOW_SECONDS < 1) throw new ConfigError('Invalid configuration: PROCESSING_WINDOW_SECONDS must be at least 1');
   if (e.SANDBOX_COMPLETE_DELAY_MS < 0) throw new ConfigError('Invalid configuration: SANDBOX_COMPLETE_DELAY_MS must be >= 0');
   return {
     port: e.PORT,
@@ -106,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,
     sandboxCompleteDelayMs: e.SANDBOX_COMPLETE_DELAY_MS,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    processingWindowMs: e.PROCESSING_WINDOW_SECONDS * 1000,
     encryptionKey: decodeKey(e.ENCRYPTION_KEY),
     trustProxy: e.TRUST_PROXY === '' ? false : e.TRUST_PROXY,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

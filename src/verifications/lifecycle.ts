@@ -37,6 +37,8 @@ export interface ScoringProfile {
 export const JOB_KINDS = {
   expireConsent: 'verification.expire_consent',
   sandboxStep: 'verification.sandbox_step',
+  collectIncome: 'verification.collect_income',
+  processingWindow: 'verification.processing_window',
 } as const;
 
 /** Stable across key order and whitespace, so a retried request is recognised as the same payload. */
@@ -86,8 +88,18 @@ export async function moveVerification(
   return transition;
 }
 
-/** Reads what scoring needs of the lender; call it before opening a transaction (SQLite has one connection). */
-function sandboxTapeInput(verification: VerificationRecord, { jurisdiction, policies }: ScoringProfile, now: Date): TapeInput {
+/**
+ * Synthetic income for a sandbox verification: a synthetic creator's own series, otherwise
+ * SANDBOX_TAPE_SOURCE's income for the requested platforms; a platform not in `connected` (when
+ * given) has no data, as a creator who left it unconnected. The profile is read before any
+ * transaction opens (SQLite has one writer connection).
+ */
+export function sandboxTapeInput(
+  verification: VerificationRecord,
+  { jurisdiction, policies }: ScoringProfile,
+  now: Date,
+  connected?: ReadonlySet<string>,
+): TapeInput {
   const reference = verification.obligorReference;
   const input = syntheticTapeInput(isSyntheticCreator(reference) ? reference : SANDBOX_TAPE_SOURCE, {
     now,
@@ -98,13 +110,13 @@ function sandboxTapeInput(verification: VerificationRecord, { jurisdiction, poli
     declaredMonthlyObligationsEur: verification.declaredMonthlyObligationsEur,
   });
   if (isSyntheticCreator(reference)) return input;
-  // A `test-` verification gets synthetic income for exactly the platforms it asked for.
   return {
     ...input,
     obligorReference: verification.obligorReference,
-    platforms: verification.creatorPlatforms.map(
-      (platform) => input.platforms.find((p) => p.platform === platform) ?? { platform, status: 'not_connected', months: [] },
-    ),
+    platforms: verification.creatorPlatforms.map((platform) => {
+      const income = input.platforms.find((p) => p.platform === platform);
+      return income && (!connected || connected.has(platform)) ? income : { platform, status: 'not_connected' as const, months: [] };
+    }),
   };
 }
 

@@ -291,6 +291,21 @@ export class VerificationsRepository {
     return toResource(toRecord(rows[0]), connections);
   }
 
+  /** The verification a consent link opens, found by the hash of its token (the token is never stored). */
+  async findByConsentTokenHash(tokenHash: string): Promise<{ record: VerificationRecord; connections: Map<string, string> } | null> {
+    const rows = rowsOf(
+      await this.knex.raw(
+        `select v.*, c.platform as connection_platform, c.status as connection_status
+         from verifications v left join platform_connections c on c.verification_id = v.id
+         where v.consent_token_hash = ?`,
+        [tokenHash],
+      ),
+    );
+    if (rows.length === 0) return null;
+    const connections = new Map<string, string>(rows.filter((r) => r.connection_platform).map((r) => [r.connection_platform, r.connection_status]));
+    return { record: toRecord(rows[0]), connections };
+  }
+
   async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
     const row = rowsOf(
       await this.reader.raw(

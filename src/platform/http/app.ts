@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import express, { type Express, type Request, type RequestHandler } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { AccountsRepository } from '../../accounts/accounts-repository.ts';
 import type { Config } from '../config.ts';
@@ -22,6 +22,8 @@ export interface HttpAppDeps {
   handlers: Partial<Record<OperationId, OperationHandler<any>>>;
   /** Operations in the spec whose handlers belong to work not yet delivered, with what delivers them. */
   pendingOperations: Partial<Record<OperationId, string>>;
+  /** Browser pages outside the API (the creator's consent pages), mounted before the API. */
+  pages?: Array<{ path: string; router: Router }>;
 }
 
 /** Requests bodies beyond this are refused as `bad_request` (D4). */
@@ -83,6 +85,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   app.use(requestLog(deps.logger));
 
   mountDocs(app, apiDocument);
+  for (const page of deps.pages ?? []) app.use(page.path, page.router);
 
   // Authentication first: a caller without a valid key learns nothing about its request body.
   app.use('/api/v1', authenticate({ accounts: deps.accounts, mode: deps.config.mode, limits: deps.rateLimits }), rateLimitByKey(deps.rateLimits, deps.config.mode));
@@ -95,7 +98,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
       validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req as Request, scopes) } },
       validateFormats: true,
       ignoreUndocumented: false,
-      ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples)(\/|$)/,
+      ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples|consent)(\/|$)/,
     }),
   );
 

@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import { AccountsRepository } from '../accounts/accounts-repository.ts';
+import * as admin from '../accounts/lender-admin.ts';
+import { ManualClock } from '../platform/clock.ts';
+import { loadConfig } from '../platform/config.ts';
+import { testDatabases, type TestDatabase } from '../platform/db/testing.ts';
+import { createLogger } from '../platform/logger.ts';
+import { adminContext, startService, type Service } from '../service.ts';
+
+for (const factory of testDatabases()) {
+  describe(`creator consent pages on ${factory.name}`, function () {
+    this.timeout(60_000);
+    let testDb: TestDatabase;
+    let service: Service;
+    let clock: ManualClock;
+    let key: string;
+
+    const create = async (platforms: string[], reference = `obligor-${randomUUID()}`) => {
+      const response = await request(service.app)
+        .post('/api/v1/verifications')
+        .auth(key, { type: 'bearer' })
+        .set('Idempotency-Key', randomUUID())
+        .send({ obligor_reference: reference, creator_platforms: platforms, lender_name: 'Northwind <Capital>' });
+      assert.equal(response.status, 201, response.text);
+      return { id: response.body.verification_id as string, path: new URL(response.body.consent_url).pathname };
+    };
+    const status = async (id: string) => (await request(service.app).get(`/api/v1/verifications/${id}`).auth(key, { type: 'bearer' })).body;
+    const connect = async (path: string, platform: string) => {
+      const start = await request(service.app).post(`${path}/connect/${platform}`);
+      assert.equal(start.status, 303);
+      assert.equal(start.headers.location, `${path}/sandbox/${platform}`);
+      const page = await request(service.app).get(start.headers.location!);
+      assert.equal(page.status, 200);
+      assert.match(page.text, /sandbox simulation/);
+      return request(service.app).post(start.headers.location!).type('form').send({ decision: 'allow' });
+    };
+
+    before(async () => {
+      testDb = await factory.create();
+      clock = new ManualClock('2026-11-21T10:00:00.000Z');
+      service = await startService(loadConfig({ DATABASE_URL: testDb.url, VALIDATE_RESPONSES: '1', PROCESSING_WINDOW_SECONDS: '900' }), createLogger({ level: 'silent' }), { clock });
+      const ctx = adminContext({ mode: 'sandbox' }, new AccountsRepository(service.db.knex), clock);
+      const lender = await admin.createLender(ctx, { name: 'Northwind Capital' });
+      key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+    });
+    after(async () => {
+      await service.close();
+      await testDb.drop();
+    });
+
+    it('shows the lender, the platforms, what is read and never seen, and the expiry, with strict headers', async () => {
+      const { path } = await create(['youtube', 'stripe']);
+      const page = await request(service.app).get(path);
+      assert.equal(page.status, 200);
+      assert.match(page.headers['content-type'] ?? '', /text\/html/);
+      assert.match(page.text, /Northwind &lt;Capital&gt; asks to verify your creator income/);
+      assert.doesNotMatch(page.text, /<Capital>/, 'the lender name is not escaped');
+      for (const text of ['YouTube', 'Stripe', 'yt-analytics-monetary.readonly', 'read_only', 'What is never seen or shared', '2026-11-28 10:00 UTC']) assert.ok(page.text.includes(text), text);
+      assert.match(page.text, /<button type="submit" disabled aria-disabled="true">Give consent and finish<\/button>/);
+      assert.doesNotMatch(page.text, /<script|https?:\/\/(?!127)/, 'scripts or third-party assets');
+      const csp = page.headers['content-security-policy'] ?? '';
+      for (const directive of ["default-src 'none'", "frame-ancestors 'none'", "form-action 'self'"]) assert.ok(csp.includes(directive), directive);
+      assert.equal(page.headers['referrer-policy'], 'no-referrer');
+      assert.equal(page.headers['x-frame-options'], 'DENY');
+      const css = await request(service.app).get('/consent/assets/consent.css');
+      assert.equal(css.status, 200);
+      assert.match(css.headers['content-type'] ?? '', /text\/css/);
+    });
+
+    it('connects platforms through the simulated provider step, refuses a second connection, and completes', async () => {
+      const { id, path } = await create(['youtube', 'stripe']);
+      const back = await connect(path, 'youtube');
+      assert.equal(back.status, 303);
+      const page = await request(service.app).get(back.headers.location!);
+      assert.match(page.text, /YouTube is connected/);
+      assert.match(page.text, /id="status-youtube"><span class="label">Status:<\/span> <strong>Connected/);
+      const again = await request(service.app).post(`${path}/connect/youtube`);
+      assert.equal(again.status, 422);
+      assert.match(again.text, /already connected/);
+      assert.deepEqual((await status(id)).platform_connections, [
+        { platform: 'youtube', status: 'connected' },
+        { platform: 'stripe', status: 'not_connected' },
+      ]);
+      const done = await request(service.app).post(`${path}/complete`);
+      assert.equal(done.status, 303);
+      assert.equal((await status(id)).status, 'processing');
+      assert.match((await request(service.app).get(path)).text, /Consent already given/);
+      await service.jobs.runDue();
+      const completed = await status(id);
+      assert.equal(completed.status, 'completed');
+      const tape = await request(service.app).get(`/api/v1/verifications/${id}/tape`).auth(key, { type: 'bearer' });
+      assert.equal(tape.status, 200);
+      assert.deepEqual(tape.body.platforms, ['youtube']);
+      const stripe = tape.body.platform_connections.find((c: { platform: string }) => c.platform === 'stripe');
+      assert.equal(stripe.status, 'not_connected');
+      assert.ok(stripe.nd_codes.length > 0, 'an unconnected requested platform has no ND code');
+    });
+
+    it('refuses to finish before any platform is connected, and a denied platform stays unconnected', async () => {
+      const { id, path } = await create(['stripe']);
+      const denied = await request(service.app).post(`${path}/sandbox/stripe`).type('form').send({ decision: 'deny' });
+      assert.equal(denied.status, 303);
+      const refused = await request(service.app).post(`${path}/complete`);
+      assert.equal(refused.status, 422);
+      assert.equal((await status(id)).status, 'pending_consent');
+    });
+
+    it('fails with timeout when collection outlasts the processing window (D18)', async () => {
+      const { id, path } = await create(['youtube']);
+      await connect(path, 'youtube');
+      await request(service.app).post(`${path}/complete`);
+      // The collection job is held back (its lease is taken) to let the window pass first.
+      await service.db.knex('jobs').where({ subject_id: id, kind: 'verification.collect_income' }).update({ status: 'running', locked_until: '2999-01-01T00:00:00.000Z' });
+      clock.advance(900_000 - 1);
+      await service.jobs.runDue();
+      assert.equal((await status(id)).status, 'processing');
+      clock.advance(1);
+      await service.jobs.runDue();
+      const failed = await status(id);
+      assert.deepEqual([failed.status, failed.failure_reason], ['failed', 'timeout']);
+    });
+
+    it('answers unknown and expired links with a clear page that names nothing', async () => {
+      const unknown = await request(service.app).get('/consent/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefg');
+      assert.equal(unknown.status, 404);
+      assert.match(unknown.text, /This link does not work/);
+      assert.doesNotMatch(unknown.text, /Northwind|vrf_/);
+      const malformed = await request(service.app).get('/consent/%3Cscript%3E');
+      assert.equal(malformed.status, 404);
+      const { path } = await create(['youtube']);
+      clock.advance(7 * 24 * 60 * 60 * 1000);
+      const expired = await request(service.app).get(path);
+      assert.equal(expired.status, 410);
+      assert.match(expired.text, /expired/);
+      assert.equal((await request(service.app).post(`${path}/connect/youtube`)).status, 410);
+      clock.set('2026-11-21T10:00:00.000Z');
+    });
+  });
+}

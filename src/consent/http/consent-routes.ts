@@ -1,0 +1,104 @@
+import express, { type ErrorRequestHandler, type Response, type Router } from 'express';
+import type { Logger } from '../../platform/logger.ts';
+import type { ServiceMode } from '../../platform/config.ts';
+import { completeConsent, ConsentRefused, decideSandboxConnection, openConsentSession, type ConsentDeps, type Platform } from '../consent-flow.ts';
+import { consentPage, CONSENT_CSS, messagePage, sandboxProviderPage } from '../pages.ts';
+
+/**
+ * Strict headers for pages a creator opens from a link: nothing from other origins, no framing,
+ * and no Referer, since the URL itself carries the consent token.
+ */
+function secure(res: Response): Response {
+  res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
+  res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
+  res.setHeader('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=()');
+  res.setHeader('Cache-Control', 'no-store');
+  return res;
+}
+
+const html = (res: Response, status: number, page: string) => secure(res).status(status).type('html').send(page);
+
+const PLATFORM_NAMES: Record<string, Platform> = { youtube: 'youtube', stripe: 'stripe' };
+
+/** The consent pages at `{PUBLIC_BASE_URL}/consent/{token}` (issue: creator consent). */
+export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; logger: Logger }): Router {
+  const router = express.Router({ strict: true, caseSensitive: true });
+  router.use(express.urlencoded({ extended: false, limit: '4kb' }));
+
+  router.get('/assets/consent.css', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.type('text/css').send(CONSENT_CSS);
+  });
+
+  const closed = (res: Response, session: Awaited<ReturnType<typeof openConsentSession>>) => {
+    if (session.kind === 'unknown') {
+      return html(res, 404, messagePage('This link does not work', 'The consent link is not valid. Check that you opened the whole link your lender sent you, or ask them for a new one.'));
+    }
+    if (session.kind === 'expired') {
+      return html(res, 410, messagePage('This link has expired', 'The consent session ended. Ask your lender for a new verification link.'));
+    }
+    return html(res, 200, messagePage('Consent already given', 'Thank you: this verification no longer needs anything from you. You can close this page.'));
+  };
+
+  router.get('/:token', async (req, res) => {
+    const session = await openConsentSession(deps, req.params.token);
+    if (session.kind !== 'open') return closed(res, session);
+    const notice = typeof req.query.connected === 'string' && PLATFORM_NAMES[req.query.connected] ? `${req.query.connected === 'youtube' ? 'YouTube' : 'Stripe'} is connected.` : undefined;
+    return html(res, 200, consentPage({ token: req.params.token, verification: session.verification, connections: session.connections, notice }));
+  });
+
+  router.post('/:token/connect/:platform', async (req, res) => {
+    const platform = PLATFORM_NAMES[req.params.platform];
+    const session = await openConsentSession(deps, req.params.token);
+    if (session.kind !== 'open') return closed(res, session);
+    if (!platform || !session.verification.creatorPlatforms.includes(platform)) {
+      return html(res, 404, messagePage('Unknown platform', 'Your lender did not ask for this platform.', `/consent/${req.params.token}`));
+    }
+    if (session.connections.get(platform) === 'connected') {
+      return html(res, 422, messagePage('Already connected', `${platform === 'youtube' ? 'YouTube' : 'Stripe'} is already connected for this verification.`, `/consent/${req.params.token}`));
+    }
+    if (deps.mode !== 'sandbox') {
+      return html(res, 503, messagePage('Connecting is not available yet', 'Connecting this platform is not available on this service yet. Please try again later.', `/consent/${req.params.token}`));
+    }
+    return res.redirect(303, `/consent/${req.params.token}/sandbox/${platform}`);
+  });
+
+  if (deps.mode === 'sandbox') {
+    router.get('/:token/sandbox/:platform', async (req, res) => {
+      const platform = PLATFORM_NAMES[req.params.platform];
+      const session = await openConsentSession(deps, req.params.token);
+      if (session.kind !== 'open') return closed(res, session);
+      if (!platform) return html(res, 404, messagePage('Unknown platform', 'Your lender did not ask for this platform.'));
+      return html(res, 200, sandboxProviderPage(req.params.token, platform, session.verification.lenderName));
+    });
+    router.post('/:token/sandbox/:platform', async (req, res) => {
+      const platform = PLATFORM_NAMES[req.params.platform];
+      if (!platform) return html(res, 404, messagePage('Unknown platform', 'Your lender did not ask for this platform.'));
+      const allow = req.body?.decision === 'allow';
+      await decideSandboxConnection(deps, req.params.token, platform, allow);
+      return res.redirect(303, `/consent/${req.params.token}${allow ? `?connected=${platform}` : ''}`);
+    });
+  }
+
+  router.post('/:token/complete', async (req, res) => {
+    await completeConsent(deps, req.params.token);
+    return res.redirect(303, `/consent/${req.params.token}`);
+  });
+
+  const refusals: ErrorRequestHandler = (error, req, res, next) => {
+    if (res.headersSent) return next(error);
+    const back = `/consent/${req.params.token ?? ''}`;
+    if (error instanceof ConsentRefused) {
+      const status = error.reason === 'already_connected' || error.reason === 'nothing_connected' ? 422 : error.reason === 'closed' ? 409 : 404;
+      return html(res, status, messagePage('That did not work', error.message, error.reason === 'closed' ? undefined : back));
+    }
+    deps.logger.error({ err: error }, 'consent page failed');
+    return html(res, 500, messagePage('Something went wrong', 'Please try again in a minute. If it keeps happening, contact your lender.'));
+  };
+  router.use(refusals);
+  router.use((_req, res) => html(res, 404, messagePage('Page not found', 'There is no such page.')));
+  return router;
+}

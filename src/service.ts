@@ -14,6 +14,7 @@ import type { Logger } from './platform/logger.ts';
 import { createHandlers, PENDING_OPERATIONS } from './operations.ts';
 import { collectIncome, enforceProcessingWindow, type ConsentDeps } from './consent/consent-flow.ts';
 import { consentRoutes } from './consent/http/consent-routes.ts';
+import { configuredProviders } from './consent/providers.ts';
 import { validatePolicyOverrides } from './tape/index.ts';
 import { expireConsent, JOB_KINDS, runSandboxStep, type LifecycleDeps } from './verifications/lifecycle.ts';
 import { VerificationsRepository } from './verifications/verifications-repository.ts';
@@ -100,7 +101,13 @@ export async function startService(config: Config, logger: Logger, options: Serv
         policies: await accounts.findPolicies(lenderId),
       }),
     };
-    const consent: ConsentDeps = { ...lifecycle, processingWindowMs: config.processingWindowMs };
+    const consent: ConsentDeps = {
+      ...lifecycle,
+      processingWindowMs: config.processingWindowMs,
+      providers: configuredProviders(config.providers),
+      encryptionKey,
+      logger,
+    };
     const jobs = new JobRunner(
       queue,
       {
@@ -128,7 +135,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       apiDocument: loadApiDocument(),
       handlers,
       pendingOperations: PENDING_OPERATIONS,
-      pages: [{ path: '/consent', router: consentRoutes({ ...consent, mode: config.mode, logger }) }],
+      pages: [{ path: '/consent', router: consentRoutes({ ...consent, mode: config.mode, publicBaseUrl: config.publicBaseUrl }) }],
     });
     return {
       app,

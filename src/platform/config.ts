@@ -18,6 +18,12 @@ export interface Config {
   /** Seconds after the first attempt at which each delivery attempt happens (D14). */
   webhookRetryScheduleSeconds: number[];
   sandboxCompleteDelayMs: number;
+  /** OAuth clients and API endpoints of the platforms; a platform without credentials cannot be connected. */
+  providers: {
+    google?: { clientId: string; clientSecret: string; authorizationUrl: string; tokenUrl: string; userinfoUrl: string; apiRootUrl: string };
+    stripe?: { clientId: string; secretKey: string; authorizationUrl: string; tokenUrl: string; apiUrl: string };
+    allowInsecureRequests: boolean;
+  };
   /** D18: how long collection may take after consent before the verification fails with `timeout`. */
   processingWindowMs: number;
   /** How long a webhook receiver has to answer (section 6.2: 10 seconds). */
@@ -75,6 +81,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       SANDBOX_COMPLETE_DELAY_MS: num({ default: 5000 }),
       WEBHOOK_TIMEOUT_MS: num({ default: 10000 }),
       PROCESSING_WINDOW_SECONDS: num({ default: 900 }),
+      GOOGLE_CLIENT_ID: str({ default: '' }),
+      GOOGLE_CLIENT_SECRET: str({ default: '' }),
+      GOOGLE_AUTHORIZATION_URL: str({ default: 'https://accounts.google.com/o/oauth2/v2/auth' }),
+      GOOGLE_TOKEN_URL: str({ default: 'https://oauth2.googleapis.com/token' }),
+      GOOGLE_USERINFO_URL: str({ default: 'https://openidconnect.googleapis.com/v1/userinfo' }),
+      YOUTUBE_ANALYTICS_URL: str({ default: 'https://youtubeanalytics.googleapis.com' }),
+      STRIPE_CLIENT_ID: str({ default: '' }),
+      STRIPE_SECRET_KEY: str({ default: '' }),
+      STRIPE_CONNECT_URL: str({ default: 'https://connect.stripe.com' }),
+      STRIPE_API_URL: str({ default: 'https://api.stripe.com' }),
+      PROVIDERS_ALLOW_HTTP: bool({ default: false }),
       ENCRYPTION_KEY: encryptionKey({ default: '' }),
       TRUST_PROXY: str({ default: '' }),
       SHUTDOWN_GRACE_MS: num({ default: 10000 }),
@@ -111,6 +128,32 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxCompleteDelayMs: e.SANDBOX_COMPLETE_DELAY_MS,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     processingWindowMs: e.PROCESSING_WINDOW_SECONDS * 1000,
+    providers: {
+      ...(e.GOOGLE_CLIENT_ID && e.GOOGLE_CLIENT_SECRET
+        ? {
+            google: {
+              clientId: e.GOOGLE_CLIENT_ID,
+              clientSecret: e.GOOGLE_CLIENT_SECRET,
+              authorizationUrl: e.GOOGLE_AUTHORIZATION_URL,
+              tokenUrl: e.GOOGLE_TOKEN_URL,
+              userinfoUrl: e.GOOGLE_USERINFO_URL,
+              apiRootUrl: e.YOUTUBE_ANALYTICS_URL,
+            },
+          }
+        : {}),
+      ...(e.STRIPE_CLIENT_ID && e.STRIPE_SECRET_KEY
+        ? {
+            stripe: {
+              clientId: e.STRIPE_CLIENT_ID,
+              secretKey: e.STRIPE_SECRET_KEY,
+              authorizationUrl: `${e.STRIPE_CONNECT_URL.replace(/\/+$/, '')}/oauth/authorize`,
+              tokenUrl: `${e.STRIPE_CONNECT_URL.replace(/\/+$/, '')}/oauth/token`,
+              apiUrl: e.STRIPE_API_URL,
+            },
+          }
+        : {}),
+      allowInsecureRequests: e.PROVIDERS_ALLOW_HTTP,
+    },
     encryptionKey: decodeKey(e.ENCRYPTION_KEY),
     trustProxy: e.TRUST_PROXY === '' ? false : e.TRUST_PROXY,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

@@ -214,6 +214,14 @@ export class VerificationStore {
       .merge(['tape', 'generated_at']);
   }
 
+  async saveIncome(verificationId: string, records: Array<{ platform: string; month: string; sourceCurrency: string; sourceAmount: number; amountEur: number | null }>): Promise<void> {
+    if (records.length === 0) return;
+    await this.trx('income_records')
+      .insert(records.map((r) => ({ verification_id: verificationId, platform: r.platform, month: r.month, source_currency: r.sourceCurrency, source_amount: r.sourceAmount, amount_eur: r.amountEur })))
+      .onConflict(['verification_id', 'platform', 'month', 'source_currency'])
+      .merge();
+  }
+
   async enqueue(job: NewJob, now: Date): Promise<void> {
     await this.jobs.enqueue(this.trx, job, now);
   }
@@ -304,6 +312,61 @@ export class VerificationsRepository {
     if (rows.length === 0) return null;
     const connections = new Map<string, string>(rows.filter((r) => r.connection_platform).map((r) => [r.connection_platform, r.connection_status]));
     return { record: toRecord(rows[0]), connections };
+  }
+
+  /** A creator's pending authorization at a provider: single use, bound to one consent session. */
+  async insertOAuthRequest(request: { stateHash: string; verificationId: string; platform: string; codeVerifierCiphertext: string | null; consentTokenCiphertext: string; expiresAt: string }): Promise<void> {
+    await this.knex('oauth_requests').insert({
+      state_hash: request.stateHash,
+      verification_id: request.verificationId,
+      platform: request.platform,
+      code_verifier_ciphertext: request.codeVerifierCiphertext,
+      consent_token_ciphertext: request.consentTokenCiphertext,
+      expires_at: request.expiresAt,
+    });
+  }
+
+  /** Reads and deletes the request, so a state is honoured once. */
+  async takeOAuthRequest(stateHash: string): Promise<{ verificationId: string; platform: string; codeVerifierCiphertext: string | null; consentTokenCiphertext: string; expiresAt: string } | null> {
+    return this.knex.transaction(async (trx) => {
+      const row = await trx('oauth_requests').where({ state_hash: stateHash }).first();
+      if (!row) return null;
+      await trx('oauth_requests').where({ state_hash: stateHash }).delete();
+      return {
+        verificationId: row.verification_id,
+        platform: row.platform,
+        codeVerifierCiphertext: row.code_verifier_ciphertext,
+        consentTokenCiphertext: row.consent_token_ciphertext,
+        expiresAt: row.expires_at,
+      };
+    });
+  }
+
+  /** Stores a connection made by OAuth; its tokens arrive encrypted. */
+  async saveConnection(
+    verificationId: string,
+    platform: string,
+    connection: { email: string | null; externalAccountId: string | null; accessTokenCiphertext: string; refreshTokenCiphertext: string | null; connectedAt: string },
+  ): Promise<void> {
+    await this.knex('platform_connections')
+      .insert({
+        verification_id: verificationId,
+        platform,
+        status: 'connected',
+        updated_at: connection.connectedAt,
+        account_email: connection.email,
+        external_account_id: connection.externalAccountId,
+        access_token_ciphertext: connection.accessTokenCiphertext,
+        refresh_token_ciphertext: connection.refreshTokenCiphertext,
+        connected_at: connection.connectedAt,
+      })
+      .onConflict(['verification_id', 'platform'])
+      .merge();
+  }
+
+  async connectionsWithTokens(verificationId: string): Promise<Array<{ platform: string; status: string; externalAccountId: string | null; accessTokenCiphertext: string | null; connectedAt: string | null }>> {
+    const rows = await this.knex('platform_connections').where({ verification_id: verificationId });
+    return rows.map((r: any) => ({ platform: r.platform, status: r.status, externalAccountId: r.external_account_id, accessTokenCiphertext: r.access_token_ciphertext, connectedAt: r.connected_at }));
   }
 
   async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {

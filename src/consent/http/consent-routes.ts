@@ -1,15 +1,23 @@
 import express, { type ErrorRequestHandler, type Response, type Router } from 'express';
-import type { Logger } from '../../platform/logger.ts';
 import type { ServiceMode } from '../../platform/config.ts';
-import { completeConsent, ConsentRefused, decideSandboxConnection, openConsentSession, type ConsentDeps, type Platform } from '../consent-flow.ts';
+import {
+  completeConsent,
+  ConsentRefused,
+  decideSandboxConnection,
+  finishConnection,
+  openConsentSession,
+  startConnection,
+  type ConsentDeps,
+  type Platform,
+} from '../consent-flow.ts';
 import { consentPage, CONSENT_CSS, messagePage, sandboxProviderPage } from '../pages.ts';
 
 /**
  * Strict headers for pages a creator opens from a link: nothing from other origins, no framing,
  * and no Referer, since the URL itself carries the consent token.
  */
-function secure(res: Response): Response {
-  res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+function secure(res: Response, formTargets: string): Response {
+  res.setHeader('Content-Security-Policy', `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${formTargets}; frame-ancestors 'none'; base-uri 'none'`);
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
@@ -19,13 +27,14 @@ function secure(res: Response): Response {
   return res;
 }
 
-const html = (res: Response, status: number, page: string) => secure(res).status(status).type('html').send(page);
-
 const PLATFORM_NAMES: Record<string, Platform> = { youtube: 'youtube', stripe: 'stripe' };
 
 /** The consent pages at `{PUBLIC_BASE_URL}/consent/{token}` (issue: creator consent). */
-export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; logger: Logger }): Router {
+export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBaseUrl: string }): Router {
   const router = express.Router({ strict: true, caseSensitive: true });
+  // Browsers apply form-action to the redirect after a form post, so the providers' sign-in pages are allowed too.
+  const formTargets = ["'self'", ...Object.values(deps.providers).map((p) => p!.authorizationOrigin)].join(' ');
+  const html = (res: Response, status: number, page: string) => secure(res, formTargets).status(status).type('html').send(page);
   router.use(express.urlencoded({ extended: false, limit: '4kb' }));
 
   router.get('/assets/consent.css', (_req, res) => {
@@ -60,10 +69,18 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; logger: L
     if (session.connections.get(platform) === 'connected') {
       return html(res, 422, messagePage('Already connected', `${platform === 'youtube' ? 'YouTube' : 'Stripe'} is already connected for this verification.`, `/consent/${req.params.token}`));
     }
-    if (deps.mode !== 'sandbox') {
-      return html(res, 503, messagePage('Connecting is not available yet', 'Connecting this platform is not available on this service yet. Please try again later.', `/consent/${req.params.token}`));
-    }
-    return res.redirect(303, `/consent/${req.params.token}/sandbox/${platform}`);
+    if (deps.mode === 'sandbox') return res.redirect(303, `/consent/${req.params.token}/sandbox/${platform}`);
+    const authorization = await startConnection(deps, req.params.token, platform, deps.publicBaseUrl);
+    secure(res, formTargets);
+    return res.redirect(303, authorization.toString());
+  });
+
+  // The providers send the creator back here (one fixed redirect URI per platform, as they require).
+  router.get('/oauth/:platform/callback', async (req, res) => {
+    const platform = PLATFORM_NAMES[req.params.platform];
+    if (!platform || deps.mode === 'sandbox') return html(res, 404, messagePage('Page not found', 'There is no such page.'));
+    const { consentToken, connected } = await finishConnection(deps, platform, new URL(req.originalUrl, deps.publicBaseUrl), deps.publicBaseUrl);
+    return res.redirect(303, `/consent/${consentToken}${connected ? `?connected=${platform}` : ''}`);
   });
 
   if (deps.mode === 'sandbox') {
@@ -92,7 +109,7 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; logger: L
     if (res.headersSent) return next(error);
     const back = `/consent/${req.params.token ?? ''}`;
     if (error instanceof ConsentRefused) {
-      const status = error.reason === 'already_connected' || error.reason === 'nothing_connected' ? 422 : error.reason === 'closed' ? 409 : 404;
+      const status = { already_connected: 422, nothing_connected: 422, provider_refused: 422, closed: 409, unavailable: 503, not_requested: 404 }[error.reason];
       return html(res, status, messagePage('That did not work', error.message, error.reason === 'closed' ? undefined : back));
     }
     deps.logger.error({ err: error }, 'consent page failed');

@@ -4,6 +4,7 @@ import * as verifications from './20261121_002_verifications.ts';
 import * as lifecycle from './20261121_003_lifecycle.ts';
 import * as rateLimits from './20261121_004_rate_limits.ts';
 import * as webhooks from './20261121_005_webhooks.ts';
+import * as platformOauth from './20261121_006_platform_oauth.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -14,6 +15,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261121_003_lifecycle', lifecycle],
   ['20261121_004_rate_limits', rateLimits],
   ['20261121_005_webhooks', webhooks],
+  ['20261121_006_platform_oauth', platformOauth],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

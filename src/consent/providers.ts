@@ -1,0 +1,210 @@
+import { youtubeAnalytics } from '@googleapis/youtubeanalytics';
+import * as oauth from 'openid-client';
+import Stripe from 'stripe';
+import type { SourceAmount } from '../tape/index.ts';
+
+export type Platform = 'youtube' | 'stripe';
+
+/** Provider endpoints and credentials from configuration, so tests point them at the simulators. */
+export interface ProviderSettings {
+  google?: { clientId: string; clientSecret: string; authorizationUrl: string; tokenUrl: string; userinfoUrl: string; apiRootUrl: string };
+  stripe?: { clientId: string; secretKey: string; authorizationUrl: string; tokenUrl: string; apiUrl: string };
+  /** Plain-http provider URLs are refused unless allowed (tests with local simulators). */
+  allowInsecureRequests: boolean;
+}
+
+export interface ConnectedAccount {
+  email: string | null;
+  externalAccountId: string | null;
+  accessToken: string;
+  refreshToken: string | null;
+}
+
+/**
+ * Why a provider call failed, as the verification's failure reason needs it: `revoked` (the creator
+ * took access back: consent_revoked), `transient` (worth a bounded retry, then platform_error),
+ * `permanent` (platform_error at once).
+ */
+export class ProviderError extends Error {
+  override name = 'ProviderError';
+  constructor(
+    readonly kind: 'revoked' | 'transient' | 'permanent',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface PlatformProvider {
+  readonly platform: Platform;
+  /** Origin of the authorization page: the consent page's form-action must allow the redirect there. */
+  readonly authorizationOrigin: string;
+  readonly usesPkce: boolean;
+  authorizationUrl(input: { redirectUri: string; state: string; codeVerifier: string | null }): Promise<URL>;
+  exchange(input: { callbackUrl: URL; redirectUri: string; state: string; codeVerifier: string | null }): Promise<ConnectedAccount>;
+  /** Revenue per calendar month from `fromMonth` (YYYY-MM) to the last complete month, in the currency reported. */
+  monthlyIncome(account: { accessToken: string; externalAccountId: string | null }, window: { from: Date; to: Date }): Promise<SourceAmount[]>;
+}
+
+const GOOGLE_SCOPES = ['https://www.googleapis.com/auth/yt-analytics-monetary.readonly', 'email'];
+
+function oauthConfiguration(settings: { authorizationUrl: string; tokenUrl: string; issuer: string }, clientId: string, secret: string, allowInsecure: boolean) {
+  const configuration = new oauth.Configuration(
+    { issuer: settings.issuer, authorization_endpoint: settings.authorizationUrl, token_endpoint: settings.tokenUrl },
+    clientId,
+    { client_secret: secret },
+    oauth.ClientSecretPost(secret),
+  );
+  if (allowInsecure) oauth.allowInsecureRequests(configuration);
+  return configuration;
+}
+
+/** OAuth grant errors: a refused or revoked grant is the creator's doing; anything else is the platform's. */
+function fromOAuthError(error: unknown): ProviderError {
+  const e = error as { error?: string; status?: number; code?: string; message?: string };
+  if (e?.error === 'access_denied') return new ProviderError('revoked', 'the creator refused access');
+  if (e?.error === 'invalid_grant') return new ProviderError('revoked', `the grant was refused: ${e.message ?? 'invalid_grant'}`);
+  if (typeof e?.status === 'number' && e.status >= 500) return new ProviderError('transient', `token endpoint answered ${e.status}`);
+  return new ProviderError('transient', `token exchange failed: ${e?.message ?? String(error)}`);
+}
+
+const monthOf = (date: Date) => date.toISOString().slice(0, 7);
+
+export function googleProvider(settings: NonNullable<ProviderSettings['google']>, allowInsecure: boolean): PlatformProvider {
+  const configuration = oauthConfiguration({ ...settings, issuer: new URL(settings.authorizationUrl).origin }, settings.clientId, settings.clientSecret, allowInsecure);
+  const analytics = youtubeAnalytics({ version: 'v2', rootUrl: settings.apiRootUrl.replace(/\/?$/, '/'), retry: false });
+  return {
+    platform: 'youtube',
+    authorizationOrigin: new URL(settings.authorizationUrl).origin,
+    usesPkce: true,
+    async authorizationUrl({ redirectUri, state, codeVerifier }) {
+      return oauth.buildAuthorizationUrl(configuration, {
+        redirect_uri: redirectUri,
+        scope: GOOGLE_SCOPES.join(' '),
+        state,
+        code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier!),
+        code_challenge_method: 'S256',
+        access_type: 'offline',
+        include_granted_scopes: 'false',
+      });
+    },
+    async exchange({ callbackUrl, redirectUri, state, codeVerifier }) {
+      let tokens;
+      try {
+        tokens = await oauth.authorizationCodeGrant(configuration, callbackUrl, { expectedState: state, pkceCodeVerifier: codeVerifier! }, { redirect_uri: redirectUri });
+      } catch (error) {
+        throw fromOAuthError(error);
+      }
+      const granted = String(tokens.scope ?? '').split(' ');
+      if (!granted.includes(GOOGLE_SCOPES[0]!)) throw new ProviderError('revoked', 'the creator did not grant the YouTube Analytics monetary scope');
+      const userinfo = await fetch(settings.userinfoUrl, { headers: { authorization: `Bearer ${tokens.access_token}` }, signal: AbortSignal.timeout(10_000) });
+      const email = userinfo.ok ? (((await userinfo.json()) as { email?: string }).email ?? null) : null;
+      return { email, externalAccountId: null, accessToken: tokens.access_token, refreshToken: tokens.refresh_token ?? null };
+    },
+    async monthlyIncome({ accessToken }, { from, to }) {
+      try {
+        const response = await analytics.reports.query(
+          {
+            ids: 'channel==MINE',
+            startDate: `${monthOf(from)}-01`,
+            endDate: to.toISOString().slice(0, 10),
+            metrics: 'estimatedRevenue',
+            dimensions: 'month',
+            currency: 'EUR',
+          },
+          { headers: { authorization: `Bearer ${accessToken}` }, timeout: 20_000 },
+        );
+        const headers = (response.data.columnHeaders ?? []).map((h) => h.name);
+        const monthAt = headers.indexOf('month');
+        const revenueAt = headers.indexOf('estimatedRevenue');
+        return (response.data.rows ?? []).map((row) => ({ month: String(row[monthAt]), currency: 'EUR', amount: Number(row[revenueAt]) }));
+      } catch (error) {
+        const status = (error as { status?: number; response?: { status?: number } }).status ?? (error as { response?: { status?: number } }).response?.status;
+        if (status === 401 || status === 403) throw new ProviderError('revoked', `YouTube Analytics answered ${status}`);
+        if (status === undefined || status >= 500 || status === 429) throw new ProviderError('transient', `YouTube Analytics: ${(error as Error).message}`);
+        throw new ProviderError('permanent', `YouTube Analytics answered ${status}: ${(error as Error).message}`);
+      }
+    },
+  };
+}
+
+/** Currencies Stripe counts in whole units rather than cents. */
+const ZERO_DECIMAL = new Set(['bif', 'clp', 'djf', 'gnf', 'jpy', 'kmf', 'krw', 'mga', 'pyg', 'rwf', 'ugx', 'vnd', 'vuv', 'xaf', 'xof', 'xpf']);
+
+/** Gross volume: what customers paid, less what was refunded to them; fees and payouts are not income. */
+const GROSS_VOLUME_TYPES = new Set(['charge', 'payment', 'refund', 'payment_refund']);
+
+export function stripeProvider(settings: NonNullable<ProviderSettings['stripe']>, allowInsecure: boolean): PlatformProvider {
+  const configuration = oauthConfiguration({ ...settings, issuer: new URL(settings.authorizationUrl).origin }, settings.clientId, settings.secretKey, allowInsecure);
+  const api = new URL(settings.apiUrl);
+  const stripe = new Stripe(settings.secretKey, {
+    host: api.hostname,
+    port: Number(api.port || (api.protocol === 'https:' ? 443 : 80)),
+    protocol: api.protocol.replace(':', '') as 'http' | 'https',
+    maxNetworkRetries: 0,
+    timeout: 20_000,
+  });
+  const classify = (error: unknown): ProviderError => {
+    if (error instanceof Stripe.errors.StripePermissionError || error instanceof Stripe.errors.StripeAuthenticationError) {
+      return new ProviderError('revoked', `Stripe refused access: ${error.message}`);
+    }
+    if (error instanceof Stripe.errors.StripeAPIError || error instanceof Stripe.errors.StripeConnectionError || error instanceof Stripe.errors.StripeRateLimitError) {
+      return new ProviderError('transient', `Stripe: ${(error as Error).message}`);
+    }
+    return new ProviderError('permanent', `Stripe: ${(error as Error).message}`);
+  };
+  return {
+    platform: 'stripe',
+    authorizationOrigin: new URL(settings.authorizationUrl).origin,
+    // Stripe Connect's OAuth does not take PKCE; the state bound to the consent session guards the flow.
+    usesPkce: false,
+    async authorizationUrl({ redirectUri, state }) {
+      return oauth.buildAuthorizationUrl(configuration, { redirect_uri: redirectUri, scope: 'read_only', state });
+    },
+    async exchange({ callbackUrl, redirectUri, state }) {
+      let tokens;
+      try {
+        tokens = await oauth.authorizationCodeGrant(configuration, callbackUrl, { expectedState: state }, { redirect_uri: redirectUri });
+      } catch (error) {
+        throw fromOAuthError(error);
+      }
+      const accountId = String(tokens.stripe_user_id ?? '');
+      let email: string | null = null;
+      try {
+        email = (await stripe.accounts.retrieve(accountId)).email ?? null;
+      } catch {
+        // The email only serves data-protection requests; a connection works without it.
+      }
+      return { email, externalAccountId: accountId, accessToken: tokens.access_token, refreshToken: tokens.refresh_token ?? null };
+    },
+    async monthlyIncome({ externalAccountId }, { from, to }) {
+      const totals = new Map<string, number>();
+      try {
+        const list = stripe.balanceTransactions.list(
+          { limit: 100, created: { gte: Math.floor(from.getTime() / 1000), lt: Math.floor(to.getTime() / 1000) } },
+          { stripeAccount: externalAccountId! },
+        );
+        for await (const transaction of list) {
+          if (!GROSS_VOLUME_TYPES.has(transaction.type)) continue;
+          const currency = transaction.currency.toLowerCase();
+          const amount = ZERO_DECIMAL.has(currency) ? transaction.amount : transaction.amount / 100;
+          const key = `${monthOf(new Date(transaction.created * 1000))}|${currency.toUpperCase()}`;
+          totals.set(key, (totals.get(key) ?? 0) + amount);
+        }
+      } catch (error) {
+        throw classify(error);
+      }
+      return [...totals].map(([key, amount]) => {
+        const [month, currency] = key.split('|') as [string, string];
+        return { month, currency, amount: Math.round(amount * 100) / 100 };
+      });
+    },
+  };
+}
+
+export function configuredProviders(settings: ProviderSettings): Partial<Record<Platform, PlatformProvider>> {
+  return {
+    ...(settings.google ? { youtube: googleProvider(settings.google, settings.allowInsecureRequests) } : {}),
+    ...(settings.stripe ? { stripe: stripeProvider(settings.stripe, settings.allowInsecureRequests) } : {}),
+  };
+}

@@ -1,0 +1,201 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import { AccountsRepository } from '../src/accounts/accounts-repository.ts';
+import * as admin from '../src/accounts/lender-admin.ts';
+import { loadConfig } from '../src/platform/config.ts';
+import { testDatabases, type TestDatabase } from '../src/platform/db/testing.ts';
+import { createLogger } from '../src/platform/logger.ts';
+import { adminContext, startService, type Service } from '../src/service.ts';
+import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
+import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
+
+const PUBLIC_BASE_URL = 'https://verify.lender.example';
+
+/** Submits the provider's consent form the way a browser would: hidden fields, ticked boxes, the pressed button. */
+async function pressOnProviderPage(pageUrl: string, buttonText: string, account?: string): Promise<URL> {
+  const page = await fetch(pageUrl);
+  assert.equal(page.status, 200, await page.clone().text());
+  const html = await page.text();
+  const form = [...html.matchAll(/<form\b[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)].find((m) => new RegExp(`>${buttonText}</button>`).test(m[2]!) && (!account || m[2]!.includes(account)));
+  assert.ok(form, `no ${buttonText} button${account ? ` for ${account}` : ''} on ${pageUrl}`);
+  const body = new URLSearchParams();
+  for (const input of form[2]!.matchAll(/<input\b([^>]*)>/g)) {
+    const attr = (name: string) => new RegExp(`${name}="([^"]*)"`).exec(input[1]!)?.[1];
+    if (attr('type') === 'checkbox' && !/\bchecked\b/.test(input[1]!)) continue;
+    if (attr('name')) body.append(attr('name')!, (attr('value') ?? '').replace(/&amp;/g, '&'));
+  }
+  const button = new RegExp(`<button[^>]*name="([^"]*)"[^>]*value="([^"]*)"[^>]*>${buttonText}</button>`).exec(form[2]!);
+  assert.ok(button);
+  body.append(button[1]!, button[2]!);
+  const answer = await fetch(new URL(form[1]!, pageUrl), { method: 'POST', body, redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.equal(answer.status, 302, await answer.text());
+  return new URL(answer.headers.get('location')!);
+}
+
+/** Months before `now`, oldest first, as YYYY-MM. */
+const lastMonths = (count: number, now = new Date()) =>
+  Array.from({ length: count }, (_, i) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - count + i, 1)).toISOString().slice(0, 7));
+
+for (const factory of testDatabases()) {
+  describe(`creator consent with the real provider protocols (simulators) on ${factory.name}`, function () {
+    this.timeout(60_000);
+    let testDb: TestDatabase;
+    let google: GoogleSimulator;
+    let stripe: StripeSimulator;
+    let service: Service;
+    let key: string;
+    const months = lastMonths(24);
+
+    before(async () => {
+      testDb = await factory.create();
+      google = await startGoogleSimulator();
+      stripe = await startStripeSimulator();
+      const config = loadConfig({
+        DATABASE_URL: testDb.url,
+        SERVICE_MODE: 'production',
+        ENCRYPTION_KEY: 'e'.repeat(64),
+        PUBLIC_BASE_URL,
+        VALIDATE_RESPONSES: '1',
+        PROCESSING_WINDOW_SECONDS: '2',
+        GOOGLE_CLIENT_ID: google.clientId,
+        GOOGLE_CLIENT_SECRET: google.clientSecret,
+        GOOGLE_AUTHORIZATION_URL: google.endpoints.authorize,
+        GOOGLE_TOKEN_URL: google.endpoints.token,
+        GOOGLE_USERINFO_URL: google.endpoints.userinfo,
+        YOUTUBE_ANALYTICS_URL: google.baseUrl,
+        STRIPE_CLIENT_ID: stripe.clientId,
+        STRIPE_SECRET_KEY: stripe.secretKey,
+        STRIPE_CONNECT_URL: stripe.baseUrl,
+        STRIPE_API_URL: stripe.endpoints.api,
+        PROVIDERS_ALLOW_HTTP: '1',
+      });
+      service = await startService(config, createLogger({ level: 'silent' }));
+      const ctx = adminContext(config, new AccountsRepository(service.db.knex));
+      const lender = await admin.createLender(ctx, { name: 'Northwind Capital' });
+      // A pilot account's burst of 10 would throttle the test's own polling.
+      await admin.updateLender(ctx, { id: lender.id, rateLimit: 100000, burst: 10000 });
+      key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+    });
+    after(async () => {
+      await service.close();
+      await google.close();
+      await stripe.close();
+      await testDb.drop();
+    });
+
+    const create = async (platforms: string[]) => {
+      const response = await request(service.app)
+        .post('/api/v1/verifications')
+        .auth(key, { type: 'bearer' })
+        .set('Idempotency-Key', randomUUID())
+        .send({ obligor_reference: `obligor-${randomUUID()}`, creator_platforms: platforms });
+      assert.equal(response.status, 201, response.text);
+      return { id: response.body.verification_id as string, path: new URL(response.body.consent_url).pathname };
+    };
+    const status = async (id: string) => (await request(service.app).get(`/api/v1/verifications/${id}`).auth(key, { type: 'bearer' })).body;
+    /** Connect button → provider page → the creator's choice → the service's callback. */
+    const connect = async (path: string, platform: 'youtube' | 'stripe', button: string, account?: string) => {
+      const start = await request(service.app).post(`${path}/connect/${platform}`);
+      assert.equal(start.status, 303, start.text);
+      const callback = await pressOnProviderPage(start.headers.location!, button, account);
+      assert.equal(callback.origin, PUBLIC_BASE_URL);
+      return request(service.app).get(`${callback.pathname}${callback.search}`);
+    };
+    const completeAndCollect = async (id: string, path: string) => {
+      assert.equal((await request(service.app).post(`${path}/complete`)).status, 303);
+      assert.equal((await status(id)).status, 'processing');
+      await service.jobs.runDue();
+      return status(id);
+    };
+
+    it('connects YouTube (PKCE) and Stripe (read_only), collects the income and scores what the providers reported', async () => {
+      const youtubeRevenue = Object.fromEntries(months.map((m, i) => [m, 1000 + 10 * i]));
+      const email = `creator-${randomUUID()}@example.org`;
+      google.addAccount({ email, channelId: `UC${randomUUID().slice(0, 8)}`, currency: 'EUR', monthlyRevenue: youtubeRevenue });
+      const accountId = `acct_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+      // Per month: two charges and one refund, in euro, mid-month; fees and payouts are not income.
+      const transactions = months.flatMap((m, i) => {
+        const created = Date.parse(`${m}-15T12:00:00Z`) / 1000;
+        return [
+          { amount: 30000 + 100 * i, currency: 'eur', created, type: 'charge' as const },
+          { amount: 20000, currency: 'eur', created: created + 60, type: 'payment' as const },
+          { amount: -5000, currency: 'eur', created: created + 120, type: 'refund' as const },
+          { amount: -40000, currency: 'eur', created: created + 180, type: 'payout' as const },
+        ];
+      });
+      stripe.addAccount({ accountId, email: `billing-${randomUUID()}@example.org`, transactions });
+
+      const { id, path } = await create(['youtube', 'stripe']);
+      const start = await request(service.app).post(`${path}/connect/youtube`);
+      const authorize = new URL(start.headers.location!);
+      assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
+      assert.match(authorize.searchParams.get('scope')!, /yt-analytics-monetary\.readonly/);
+      assert.ok(!authorize.toString().includes(id), 'the verification id reached the provider');
+      assert.match(start.headers['content-security-policy'] ?? '', new RegExp(new URL(google.endpoints.authorize).origin.replace(/[.]/g, '\\.')));
+
+      assert.equal((await connect(path, 'youtube', 'Allow', email)).status, 303);
+      assert.equal((await connect(path, 'stripe', 'Connect', accountId)).status, 303);
+      assert.equal((await request(service.app).post(`${path}/connect/youtube`)).status, 422, 'a second connection of one platform');
+      const stored = await service.db.knex('platform_connections').where({ verification_id: id });
+      for (const row of stored) {
+        assert.ok(row.access_token_ciphertext && !row.access_token_ciphertext.includes('ya29') && !row.access_token_ciphertext.startsWith('sk_'), 'a token is stored in the clear');
+      }
+      assert.equal(stored.find((r: { platform: string }) => r.platform === 'youtube').account_email, email);
+
+      const done = await completeAndCollect(id, path);
+      assert.equal(done.status, 'completed', JSON.stringify(done));
+      const tape = (await request(service.app).get(`/api/v1/verifications/${id}/tape`).auth(key, { type: 'bearer' })).body;
+      // Recomputed here from what the simulators hold: the last 12 complete months per platform.
+      const last12 = months.slice(-12);
+      const youtube12 = last12.reduce((sum, m) => sum + youtubeRevenue[m]!, 0);
+      const stripe12 = last12.reduce((sum, m) => sum + (30000 + 100 * months.indexOf(m) + 20000 - 5000) / 100, 0);
+      const byPlatform = Object.fromEntries(tape.cashflow_summary.per_platform.map((p: { platform: string; revenue_12m_total_eur: number }) => [p.platform, p.revenue_12m_total_eur]));
+      assert.equal(byPlatform.youtube, youtube12);
+      assert.equal(byPlatform.stripe, stripe12);
+      assert.equal(tape.cashflow_summary.revenue_12m_total_eur, Math.round((youtube12 + stripe12) * 100) / 100);
+      assert.ok(google.calls.some((c) => c.path === '/v2/reports'));
+    });
+
+    it('fails with platform_error when a provider keeps answering 5xx (bounded retries)', async () => {
+      const email = `flaky-${randomUUID()}@example.org`;
+      google.addAccount({ email, channelId: 'UCflaky', currency: 'EUR', monthlyRevenue: { [months[23]!]: 100 } });
+      const { id, path } = await create(['youtube']);
+      assert.equal((await connect(path, 'youtube', 'Allow', email)).status, 303);
+      google.inject('server_error', { times: 10, email });
+      const reportsBefore = google.calls.filter((c) => c.path === '/v2/reports').length;
+      const done = await completeAndCollect(id, path);
+      assert.deepEqual([done.status, done.failure_reason], ['failed', 'platform_error']);
+      assert.equal(google.calls.filter((c) => c.path === '/v2/reports').length - reportsBefore, 3, 'retries are bounded at three attempts');
+    });
+
+    it('fails with consent_revoked when the creator revoked access before the fetch', async () => {
+      const accountId = `acct_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+      stripe.addAccount({ accountId, email: 'revoker@example.org', transactions: [] });
+      const { id, path } = await create(['stripe']);
+      assert.equal((await connect(path, 'stripe', 'Connect', accountId)).status, 303);
+      stripe.inject('revoked', { accountId });
+      const done = await completeAndCollect(id, path);
+      assert.deepEqual([done.status, done.failure_reason, done.platform_connections[0].status], ['failed', 'consent_revoked', 'revoked']);
+    });
+
+    it('fails with timeout when a provider answers only after the processing window (D18)', async () => {
+      const email = `slow-${randomUUID()}@example.org`;
+      google.addAccount({ email, channelId: 'UCslow', currency: 'EUR', monthlyRevenue: { [months[23]!]: 100 } });
+      const { id, path } = await create(['youtube']);
+      assert.equal((await connect(path, 'youtube', 'Allow', email)).status, 303);
+      google.inject('slow', { slowMs: 2500, email });
+      const done = await completeAndCollect(id, path);
+      assert.deepEqual([done.status, done.failure_reason], ['failed', 'timeout']);
+    });
+
+    it('keeps a platform unconnected when the creator denies it on the provider page', async () => {
+      const { id, path } = await create(['youtube']);
+      const back = await connect(path, 'youtube', 'Deny');
+      assert.equal(back.status, 303);
+      assert.equal((await status(id)).platform_connections[0].status, 'not_connected');
+      const replayed = await request(service.app).get(`/consent/oauth/youtube/callback?state=forged&code=x`);
+      assert.equal(replayed.status, 409);
+    });
+  });
+}

@@ -7,22 +7,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { freePort } from '../src/platform/free-port.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = 50;
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 async function waitReady(url: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 200; i++) {

@@ -7,22 +7,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTestCertificates, TestReceiver } from '../src/webhooks/test-receiver.ts';
+import { freePort } from '../src/platform/free-port.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const endpoints = Number(process.env.BENCH_ENDPOINTS ?? 10);
 const verifications = Number(process.env.BENCH_VERIFICATIONS ?? 300);
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 async function admin(env: Record<string, string>, args: string[]): Promise<any> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'], { cwd: root, env: { ...process.env, ...env } });

@@ -1,21 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { PUBLIC_DEMO_API_KEY } from './platform/config.ts';
+import { freePort } from './platform/free-port.ts';
 
 const root = new URL('..', import.meta.url).pathname;
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; output: () => string }> {
   const port = await freePort();

@@ -9,6 +9,7 @@ import { createLogger } from '../src/platform/logger.ts';
 import { adminContext, startService, type Service } from '../src/service.ts';
 import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
 import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
+import { providerEnv } from './simulators/provider-env.ts';
 
 const PUBLIC_BASE_URL = 'https://verify.lender.example';
 
@@ -58,17 +59,7 @@ for (const factory of testDatabases()) {
         PUBLIC_BASE_URL,
         VALIDATE_RESPONSES: '1',
         PROCESSING_WINDOW_SECONDS: '2',
-        GOOGLE_CLIENT_ID: google.clientId,
-        GOOGLE_CLIENT_SECRET: google.clientSecret,
-        GOOGLE_AUTHORIZATION_URL: google.endpoints.authorize,
-        GOOGLE_TOKEN_URL: google.endpoints.token,
-        GOOGLE_USERINFO_URL: google.endpoints.userinfo,
-        YOUTUBE_ANALYTICS_URL: google.baseUrl,
-        STRIPE_CLIENT_ID: stripe.clientId,
-        STRIPE_SECRET_KEY: stripe.secretKey,
-        STRIPE_CONNECT_URL: stripe.baseUrl,
-        STRIPE_API_URL: stripe.endpoints.api,
-        PROVIDERS_ALLOW_HTTP: '1',
+        ...providerEnv(google, stripe),
       });
       service = await startService(config, createLogger({ level: 'silent' }));
       const ctx = adminContext(config, new AccountsRepository(service.db.knex));

@@ -3,21 +3,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { testDatabases, type TestDatabase } from '../platform/db/testing.ts';
 import { makeTestCertificates, TestReceiver, type TestCertificates } from './test-receiver.ts';
+import { freePort } from '../platform/free-port.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 /** A real server process, as `npm start` runs it, trusting the test CA the way D16 says. */
 async function startServer(databaseUrl: string, certificates: TestCertificates): Promise<{ child: ChildProcess; base: string }> {

@@ -17,6 +17,7 @@ import { makeTestCertificates, TestReceiver } from '../../src/webhooks/test-rece
 import { verifyWebhookSignature } from '../../src/webhooks/verify-signature.ts';
 import { startGoogleSimulator, type GoogleSimulator } from '../simulators/google.ts';
 import { startStripeSimulator, type StripeSimulator } from '../simulators/stripe.ts';
+import { providerEnv } from '../simulators/provider-env.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // Without the background-networking flags Chromium floods a closed network with refused connections.
@@ -64,17 +65,7 @@ describe('consent page in a real browser (headless Chromium)', function () {
       ENCRYPTION_KEY: 'f'.repeat(64),
       PUBLIC_BASE_URL: base,
       PROCESSING_WINDOW_SECONDS: '3',
-      GOOGLE_CLIENT_ID: google.clientId,
-      GOOGLE_CLIENT_SECRET: google.clientSecret,
-      GOOGLE_AUTHORIZATION_URL: google.endpoints.authorize,
-      GOOGLE_TOKEN_URL: google.endpoints.token,
-      GOOGLE_USERINFO_URL: google.endpoints.userinfo,
-      YOUTUBE_ANALYTICS_URL: google.baseUrl,
-      STRIPE_CLIENT_ID: stripe.clientId,
-      STRIPE_SECRET_KEY: stripe.secretKey,
-      STRIPE_CONNECT_URL: stripe.baseUrl,
-      STRIPE_API_URL: stripe.endpoints.api,
-      PROVIDERS_ALLOW_HTTP: '1',
+      ...providerEnv(google, stripe),
       LOG_LEVEL: 'silent',
     });
     // Production refuses private webhook targets; this test's receiver is local, so the sender trusts it explicitly.
@@ -137,10 +128,11 @@ describe('consent page in a real browser (headless Chromium)', function () {
   async function pressByKeyboard(page: Page, text: RegExp) {
     for (let i = 0; i < 40; i++) {
       await page.keyboard.press('Tab');
-      const focused = await page.evaluate(() => {
-        const el = document.activeElement as HTMLElement | null;
-        return el ? `${el.textContent ?? ''} ${el.getAttribute('data-email') ?? ''} ${(el.closest('form')?.innerHTML ?? '').slice(0, 400)}` : '';
-      });
+      // Evaluated in the page (a string, since this project's types are Node's, not the DOM's).
+      const focused: string = await page.evaluate(`(() => {
+        const el = document.activeElement;
+        return el ? (el.textContent || '') + ' ' + (el.getAttribute('data-email') || '') + ' ' + ((el.closest('form') || {}).innerHTML || '').slice(0, 400) : '';
+      })()`);
       if (text.test(focused)) {
         await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]);
         return;
@@ -208,7 +200,9 @@ describe('consent page in a real browser (headless Chromium)', function () {
     const page = await context.newPage();
     await page.goto(consent_url);
     await page.addScriptTag({ content: axeSource });
-    const results = await page.evaluate(async () => (window as unknown as { axe: { run: (o?: object) => Promise<{ violations: Array<{ id: string; help: string; nodes: unknown[] }> }> } }).axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }));
+    const results: { violations: Array<{ id: string; help: string; nodes: unknown[] }> } = await page.evaluate(
+      `axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] })`,
+    );
     assert.deepEqual(results.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.length})`), []);
     await context.close();
   });

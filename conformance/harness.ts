@@ -8,12 +8,15 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { loadContract, type Contract, type ObservedResponse } from './contract.ts';
+import { closeReceivers, suiteCaDir } from './webhook-receiver.ts';
 
 /**
  * Resolves the deployments the suite runs against. With CONFORMANCE_BASE_URL it tests that one
  * deployment with the keys it is given; otherwise it starts the service itself, as a black box (a
  * child process, configured only through its environment, accounts made with the operator CLI), on
- * SQLite and, with TEST_POSTGRES_URL, again on a fresh PostgreSQL database.
+ * SQLite and, with TEST_POSTGRES_URL, again on a fresh PostgreSQL database. A self-started service
+ * trusts the run's own webhook CA and retries on a schedule of seconds; one more is started, with
+ * private webhook targets refused, for the tests of that refusal.
  */
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -26,6 +29,12 @@ const OUTPUT_TAIL_CHARS = 16_000;
 const SELF_STARTED_SANDBOX_DELAY_MS = 1_000;
 /** The service's default SANDBOX_COMPLETE_DELAY_MS (D22), assumed for a deployment unless told otherwise. */
 const DEFAULT_SANDBOX_DELAY_MS = 5_000;
+/** What a self-started service is given for its webhook sender (D14, D22): seconds after the first attempt, and the receiver timeout. */
+const SELF_STARTED_RETRY_SCHEDULE = [0, 1, 2];
+const SELF_STARTED_WEBHOOK_TIMEOUT_MS = 2_000;
+/** The service's defaults (D14, D22), assumed for a deployment unless told otherwise. */
+const DEFAULT_RETRY_SCHEDULE = [0, 60, 300, 1800, 7200];
+const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
 /** The pilot plan of section 8 and D8, which the `pilot` key gets. */
 export const PILOT_QUOTA = { perMinute: 60, burst: 10 } as const;
 
@@ -206,7 +215,24 @@ export interface Target {
    * Known before the target starts, so tests can size their timeouts with it.
    */
   readonly sandboxDelayMs: number;
+  /** How the deployment sends webhooks and how the suite can receive them; known before it starts. */
+  readonly webhooks: WebhookSettings;
   readonly api: ApiClient;
+}
+
+export interface WebhookSettings {
+  /** Why the webhook tests cannot run on this target; undefined when they can. */
+  readonly unavailable: string | undefined;
+  /** A directory made by scripts/make-test-ca.sh whose ca.pem the deployment trusts (read lazily: a self-started run makes it on first use). */
+  readonly caDir: string | undefined;
+  /** The address the suite's receiver listens on and registers in its URLs. */
+  readonly receiverHost: string;
+  /** The deployment's WEBHOOK_RETRY_SCHEDULE: seconds after the first attempt at which each attempt happens. */
+  readonly retryScheduleSeconds: readonly number[];
+  /** The deployment's WEBHOOK_TIMEOUT_MS. */
+  readonly timeoutMs: number;
+  /** The deployment's WEBHOOK_ALLOW_PRIVATE_TARGETS, when the suite knows it. */
+  readonly privateTargetsAllowed: boolean | undefined;
 }
 
 interface Started {
@@ -219,6 +245,7 @@ interface Started {
 interface TargetDefinition {
   name: string;
   sandboxDelayMs: number;
+  webhooks: WebhookSettings;
   start(): Promise<Started>;
   stop(): Promise<void>;
 }
@@ -256,6 +283,9 @@ class TargetHandle implements Target {
   }
   get sandboxDelayMs() {
     return this.definition.sandboxDelayMs;
+  }
+  get webhooks() {
+    return this.definition.webhooks;
   }
   get api() {
     if (!this.client) throw new Error(`Target ${this.name} is not started`);
@@ -297,11 +327,14 @@ const SERVICE_ENV_NAMES = [
   'LOG_LEVEL',
   'WEBHOOK_ALLOW_PRIVATE_TARGETS',
   'WEBHOOK_RETRY_SCHEDULE',
+  'WEBHOOK_TIMEOUT_MS',
   'SANDBOX_COMPLETE_DELAY_MS',
   'ENCRYPTION_KEY',
   'TRUST_PROXY',
   'SHUTDOWN_GRACE_MS',
   'VALIDATE_RESPONSES',
+  // Not the service's own, but it decides which receivers it trusts (D16).
+  'NODE_EXTRA_CA_CERTS',
 ];
 
 function serviceEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
@@ -372,15 +405,36 @@ interface ServiceDatabase {
   drop(): Promise<void>;
 }
 
+interface SelfStartedOptions {
+  /** WEBHOOK_ALLOW_PRIVATE_TARGETS; on by default, so the suite's receiver on 127.0.0.1 can be reached. */
+  allowPrivateTargets?: boolean;
+  /** Only lender A and its `lender` key (for an extra server that runs a few tests). */
+  lenderKeyOnly?: boolean;
+}
+
 class SelfStartedService implements TargetDefinition {
   readonly sandboxDelayMs = SELF_STARTED_SANDBOX_DELAY_MS;
+  readonly webhooks: WebhookSettings;
   private child: ChildProcess | undefined;
   private database: ServiceDatabase | undefined;
 
   constructor(
     readonly name: string,
     private readonly createDatabase: () => Promise<ServiceDatabase>,
-  ) {}
+    private readonly options: SelfStartedOptions = {},
+  ) {
+    this.webhooks = {
+      unavailable: undefined,
+      // The run's own CA, made when the first target starts (or a test first asks).
+      get caDir() {
+        return suiteCaDir();
+      },
+      receiverHost: '127.0.0.1',
+      retryScheduleSeconds: SELF_STARTED_RETRY_SCHEDULE,
+      timeoutMs: SELF_STARTED_WEBHOOK_TIMEOUT_MS,
+      privateTargetsAllowed: options.allowPrivateTargets ?? true,
+    };
+  }
 
   async start(): Promise<Started> {
     this.database = await this.createDatabase();
@@ -393,8 +447,19 @@ class SelfStartedService implements TargetDefinition {
       VALIDATE_RESPONSES: '1',
       SANDBOX_COMPLETE_DELAY_MS: String(this.sandboxDelayMs),
       DATABASE_URL: this.database.url,
+      NODE_EXTRA_CA_CERTS: `${this.webhooks.caDir}/ca.pem`,
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: this.webhooks.privateTargetsAllowed ? '1' : '0',
+      WEBHOOK_RETRY_SCHEDULE: this.webhooks.retryScheduleSeconds.join(','),
+      WEBHOOK_TIMEOUT_MS: String(this.webhooks.timeoutMs),
     });
     const operator = new CliOperator(env);
+    const baseUrl = `http://127.0.0.1:${port}`;
+    if (this.options.lenderKeyOnly) {
+      const lender = await operator.createLender('Conformance Lender A');
+      const lenderKey = await operator.createKey(lender.id, 'lender');
+      await this.spawnService(env, baseUrl);
+      return { baseUrl, keys: { lender: lenderKey.api_key }, operator, lenderId: lender.id };
+    }
     // One after another: each CLI run applies migrations, and concurrent runs would contend for the migration lock.
     const lender = await operator.createLender('Conformance Lender A');
     const otherLender = await operator.createLender('Conformance Lender B');
@@ -405,7 +470,6 @@ class SelfStartedService implements TargetDefinition {
     const pilotKey = await operator.createKey(lender.id, 'lender');
     await operator.limitKey(pilotKey.id, PILOT_QUOTA.perMinute, PILOT_QUOTA.burst);
 
-    const baseUrl = `http://127.0.0.1:${port}`;
     await this.spawnService(env, baseUrl);
     return {
       baseUrl,
@@ -507,6 +571,7 @@ async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise
 class ExternalDeployment implements TargetDefinition {
   readonly name: string;
   readonly sandboxDelayMs: number;
+  readonly webhooks: WebhookSettings;
 
   constructor(
     private readonly baseUrl: string,
@@ -514,6 +579,21 @@ class ExternalDeployment implements TargetDefinition {
   ) {
     this.name = `external ${baseUrl}`;
     this.sandboxDelayMs = positiveInteger(env, 'CONFORMANCE_SANDBOX_DELAY_MS', DEFAULT_SANDBOX_DELAY_MS);
+    const caDir = env.CONFORMANCE_RECEIVER_CA_DIR || undefined;
+    const privateTargets = env.CONFORMANCE_PRIVATE_TARGETS_ALLOWED || undefined;
+    if (privateTargets !== undefined && privateTargets !== '0' && privateTargets !== '1') {
+      throw new Error(`CONFORMANCE_PRIVATE_TARGETS_ALLOWED must be 1 or 0 (the deployment's WEBHOOK_ALLOW_PRIVATE_TARGETS), not "${privateTargets}".`);
+    }
+    this.webhooks = {
+      unavailable: caDir
+        ? undefined
+        : 'set CONFORMANCE_RECEIVER_CA_DIR to a directory made by scripts/make-test-ca.sh whose ca.pem the deployment trusts (NODE_EXTRA_CA_CERTS)',
+      caDir,
+      receiverHost: env.CONFORMANCE_RECEIVER_HOST || '127.0.0.1',
+      retryScheduleSeconds: retrySchedule(env, 'CONFORMANCE_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE),
+      timeoutMs: positiveInteger(env, 'CONFORMANCE_WEBHOOK_TIMEOUT_MS', DEFAULT_WEBHOOK_TIMEOUT_MS),
+      privateTargetsAllowed: privateTargets === undefined ? undefined : privateTargets === '1',
+    };
   }
 
   async start(): Promise<Started> {
@@ -544,6 +624,16 @@ function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number)
   return Number(raw);
 }
 
+/** `0,60,300`: whole seconds, increasing, starting at 0 (D14, D22). */
+function retrySchedule(env: NodeJS.ProcessEnv, name: string, fallback: number[]): number[] {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const offsets = raw.split(',').map((part) => part.trim());
+  const valid = offsets.every((part) => /^\d+$/.test(part)) && offsets.map(Number).every((n, i, all) => (i === 0 ? n === 0 : n > all[i - 1]!));
+  if (!valid) throw new Error(`${name} must be increasing whole seconds starting at 0, e.g. 0,60,300 (the deployment's WEBHOOK_RETRY_SCHEDULE), not "${raw}".`);
+  return offsets.map(Number);
+}
+
 // ---------------------------------------------------------------- the targets of this run
 
 function defineTargets(env: NodeJS.ProcessEnv): TargetDefinition[] {
@@ -553,21 +643,54 @@ function defineTargets(env: NodeJS.ProcessEnv): TargetDefinition[] {
   return targets;
 }
 
-const handles = defineTargets(process.env).map((definition) => ({ definition, handle: new TargetHandle(definition) }));
+/**
+ * The deployments that refuse private webhook targets (WEBHOOK_ALLOW_PRIVATE_TARGETS off), for the
+ * D16 refusal tests: on a self-started run one extra server on a fresh SQLite file, with only
+ * lender A's `lender` key; an external deployment itself when CONFORMANCE_PRIVATE_TARGETS_ALLOWED=0.
+ */
+function definePrivateTargetsRefusedTargets(env: NodeJS.ProcessEnv, main: TargetDefinition[]): TargetDefinition[] {
+  if (env.CONFORMANCE_BASE_URL) return main.filter((definition) => definition.webhooks.privateTargetsAllowed === false);
+  return [new SelfStartedService('sqlite with WEBHOOK_ALLOW_PRIVATE_TARGETS=0', sqliteDatabase, { allowPrivateTargets: false, lenderKeyOnly: true })];
+}
+
+const definitions = defineTargets(process.env);
+const handles = definitions.map((definition) => ({ definition, handle: new TargetHandle(definition) }));
+const privateTargetsRefusedHandles = definePrivateTargetsRefusedTargets(process.env, definitions).map(
+  (definition) => handles.find((entry) => entry.definition === definition) ?? { definition, handle: new TargetHandle(definition) },
+);
+const allHandles = [...new Set([...handles, ...privateTargetsRefusedHandles])];
 
 // A root-level hook (registered while mocha loads the first test file): targets outlive any one file.
 after(async function stopConformanceTargets() {
   this.timeout(STOP_TIMEOUT_MS * 3);
-  await Promise.all(handles.map(({ handle }) => handle.stopIfStarted()));
+  await Promise.all(allHandles.map(({ handle }) => handle.stopIfStarted()));
+  await closeReceivers();
 });
 
 process.once('exit', () => {
-  for (const { definition } of handles) if (definition instanceof SelfStartedService) definition.killSync();
+  for (const { definition } of allHandles) if (definition instanceof SelfStartedService) definition.killSync();
 });
 
 /** Declares `suite` once per target, inside `describe('conformance on <target>')`. */
 export function forEachTarget(suite: (target: Target) => void): void {
   for (const { handle } of handles) {
+    describe(`conformance on ${handle.name}`, function () {
+      before(async function startTarget() {
+        this.timeout(START_TIMEOUT_MS);
+        await handle.ensureStarted();
+      });
+      suite(handle);
+    });
+  }
+}
+
+/**
+ * Declares `suite` once per deployment that refuses private webhook targets (see
+ * definePrivateTargetsRefusedTargets); nothing when there is none (an external deployment with
+ * CONFORMANCE_PRIVATE_TARGETS_ALLOWED unset or 1).
+ */
+export function forEachPrivateTargetsRefusedTarget(suite: (target: Target) => void): void {
+  for (const { handle } of privateTargetsRefusedHandles) {
     describe(`conformance on ${handle.name}`, function () {
       before(async function startTarget() {
         this.timeout(START_TIMEOUT_MS);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs the conformance suite against a separate server process on PostgreSQL, the way it runs against
-# any deployment: a fresh database on the server TEST_POSTGRES_URL names, `npm start` in the
-# background (sandbox mode), lender accounts and keys made with the operator CLI, then
-# `npm run conformance` with the CONFORMANCE_* variables set. The server is stopped and the database
-# dropped on the way out, whether the suite passed or not.
+# any deployment: a fresh database on the server TEST_POSTGRES_URL names, a throw-away CA for the
+# suite's webhook receiver (scripts/make-test-ca.sh), `npm start` in the background (sandbox mode,
+# trusting that CA through NODE_EXTRA_CA_CERTS, private webhook targets allowed, a retry schedule of
+# seconds), lender accounts and keys made with the operator CLI, then `npm run conformance` with the
+# CONFORMANCE_* variables set. The server is stopped, the database dropped and the CA removed on the
+# way out, whether the suite passed or not.
 #
 #   TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:55432/postgres conformance/run-against-server.sh
 #
@@ -13,6 +15,10 @@ cd "$(dirname "$0")/.."
 
 : "${TEST_POSTGRES_URL:?set TEST_POSTGRES_URL to a PostgreSQL server URL, e.g. postgres://postgres@127.0.0.1:55432/postgres}"
 SANDBOX_DELAY_MS=1000
+# Webhooks (D14, D22): attempts 0, 1 and 2 s after the first, a 2 s receiver timeout, so the retry,
+# failure and timeout tests take seconds. The suite is told the same values below.
+RETRY_SCHEDULE=0,1,2
+WEBHOOK_TIMEOUT_MS=2000
 READY_TIMEOUT_SECONDS=${READY_TIMEOUT_SECONDS:-60}
 
 # ---------------------------------------------------------------- small helpers (node, so no curl or jq is needed)
@@ -50,6 +56,7 @@ DATABASE_URL=$(node -e 'const u = new URL(process.argv[1]); u.pathname = "/" + p
 PORT=${CONFORMANCE_PORT:-$(free_port)}
 BASE_URL="http://127.0.0.1:$PORT"
 LOG_FILE=$(mktemp /tmp/civ-conformance-server.XXXXXX.log)
+CA_DIR=$(mktemp -d /tmp/civ-conformance-ca.XXXXXX)
 SERVER_PID=""
 
 # npm start runs the server as a grandchild: signal the whole process group setsid gave it, wait
@@ -76,6 +83,7 @@ clean_up() {
   fi
   sql "DROP DATABASE IF EXISTS $DB_NAME WITH (FORCE)" || echo "could not drop database $DB_NAME" >&2
   rm -f "$LOG_FILE"
+  rm -rf "$CA_DIR"
   exit "$status"
 }
 trap clean_up EXIT
@@ -84,12 +92,16 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "database $DB_NAME, server on $BASE_URL"
+echo "database $DB_NAME, server on $BASE_URL, webhook CA in $CA_DIR"
 sql "CREATE DATABASE $DB_NAME"
+# The CA the suite's receiver gets its certificate from, and the server trusts (D16).
+bash scripts/make-test-ca.sh "$CA_DIR"
 
 # setsid: the server gets its own process group, so stopping it stops npm, tsx and node together.
 setsid env PORT="$PORT" HOST=127.0.0.1 DATABASE_URL="$DATABASE_URL" SERVICE_MODE=sandbox \
   SANDBOX_COMPLETE_DELAY_MS="$SANDBOX_DELAY_MS" LOG_LEVEL=warn \
+  NODE_EXTRA_CA_CERTS="$CA_DIR/ca.pem" WEBHOOK_ALLOW_PRIVATE_TARGETS=1 \
+  WEBHOOK_RETRY_SCHEDULE="$RETRY_SCHEDULE" WEBHOOK_TIMEOUT_MS="$WEBHOOK_TIMEOUT_MS" \
   npm start >"$LOG_FILE" 2>&1 &
 SERVER_PID=$!
 
@@ -127,4 +139,8 @@ CONFORMANCE_BASE_URL="$BASE_URL" \
   CONFORMANCE_PILOT_KEY="$(json_field api_key <<<"$pilot")" \
   CONFORMANCE_REVOKED_KEY="$(json_field api_key <<<"$revoked")" \
   CONFORMANCE_SANDBOX_DELAY_MS="$SANDBOX_DELAY_MS" \
+  CONFORMANCE_RECEIVER_CA_DIR="$CA_DIR" \
+  CONFORMANCE_RETRY_SCHEDULE="$RETRY_SCHEDULE" \
+  CONFORMANCE_WEBHOOK_TIMEOUT_MS="$WEBHOOK_TIMEOUT_MS" \
+  CONFORMANCE_PRIVATE_TARGETS_ALLOWED=1 \
   npm run conformance

@@ -105,13 +105,15 @@ for (const factory of testDatabases()) {
       const email = `creator-${randomUUID()}@example.org`;
       google.addAccount({ email, channelId: `UC${randomUUID().slice(0, 8)}`, currency: 'EUR', monthlyRevenue: youtubeRevenue });
       const accountId = `acct_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-      // Per month: two charges and one refund, in euro, mid-month; fees and payouts are not income.
+      // Per month: a charge, a payment and a refund in euro, a charge in US dollars, and a payout
+      // (not income): 120 transactions, more than one page of Stripe's list (100).
       const transactions = months.flatMap((m, i) => {
         const created = Date.parse(`${m}-15T12:00:00Z`) / 1000;
         return [
           { amount: 30000 + 100 * i, currency: 'eur', created, type: 'charge' as const },
           { amount: 20000, currency: 'eur', created: created + 60, type: 'payment' as const },
           { amount: -5000, currency: 'eur', created: created + 120, type: 'refund' as const },
+          { amount: 10800, currency: 'usd', created: created + 150, type: 'charge' as const },
           { amount: -40000, currency: 'eur', created: created + 180, type: 'payout' as const },
         ];
       });
@@ -140,12 +142,15 @@ for (const factory of testDatabases()) {
       // Recomputed here from what the simulators hold: the last 12 complete months per platform.
       const last12 = months.slice(-12);
       const youtube12 = last12.reduce((sum, m) => sum + youtubeRevenue[m]!, 0);
-      const stripe12 = last12.reduce((sum, m) => sum + (30000 + 100 * months.indexOf(m) + 20000 - 5000) / 100, 0);
+      // USD 108.00 a month at the sandbox reference rate of 1.08 USD per euro (D17) is EUR 100.00.
+      const stripe12 = last12.reduce((sum, m) => sum + (30000 + 100 * months.indexOf(m) + 20000 - 5000) / 100 + 100, 0);
       const byPlatform = Object.fromEntries(tape.cashflow_summary.per_platform.map((p: { platform: string; revenue_12m_total_eur: number }) => [p.platform, p.revenue_12m_total_eur]));
       assert.equal(byPlatform.youtube, youtube12);
       assert.equal(byPlatform.stripe, stripe12);
       assert.equal(tape.cashflow_summary.revenue_12m_total_eur, Math.round((youtube12 + stripe12) * 100) / 100);
       assert.ok(google.calls.some((c) => c.path === '/v2/reports'));
+      const pages = stripe.calls.filter((c) => c.path === '/v1/balance_transactions' && c.headers['stripe-account'] === accountId);
+      assert.ok(pages.length >= 2 && pages.some((c) => c.query.starting_after), 'the list was not paginated');
     });
 
     it('fails with platform_error when a provider keeps answering 5xx (bounded retries)', async () => {

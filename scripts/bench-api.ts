@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../src/platform/free-port.ts';
+import { runAdmin } from '../src/admin/run-admin.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -39,14 +40,6 @@ async function stop(child: ChildProcess): Promise<void> {
   await once(child, 'exit');
 }
 
-async function admin(args: string[], env: Record<string, string>): Promise<any> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'], { cwd: root, env: { ...process.env, ...env } });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  const [code] = await once(child, 'exit');
-  if (code !== 0) throw new Error(`admin ${args.join(' ')} failed`);
-  return JSON.parse(out);
-}
 
 interface Measurement {
   name: string;
@@ -89,10 +82,10 @@ async function main(): Promise<void> {
   const service = run(['--import', 'tsx', 'src/server.ts'], env);
   try {
     await waitReady(`http://127.0.0.1:${port}/readyz`, service);
-    const lender = await admin(['lender', 'create', '--name', 'Benchmark Lender'], env);
-    const key = await admin(['key', 'create', '--lender', lender.id, '--role', 'lender'], env);
+    const lender = await runAdmin(env, ['lender', 'create', '--name', 'Benchmark Lender']);
+    const key = await runAdmin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
     // The benchmark measures the service, not its rate limiter refusing it.
-    await admin(['key', 'limit', '--key-id', key.id, '--rate-limit', '1000000', '--burst', '1000000'], env);
+    await runAdmin(env, ['key', 'limit', '--key-id', key.id, '--rate-limit', '1000000', '--burst', '1000000']);
     const headers = { authorization: `Bearer ${key.api_key}`, 'content-type': 'application/json' };
     const base = `http://127.0.0.1:${port}/api/v1`;
     const created = await fetch(`${base}/verifications`, {

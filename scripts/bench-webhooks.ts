@@ -11,19 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTestCertificates, TestReceiver } from '../src/webhooks/test-receiver.ts';
 import { freePort } from '../src/platform/free-port.ts';
+import { runAdmin } from '../src/admin/run-admin.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const endpoints = Number(process.env.BENCH_ENDPOINTS ?? 10);
 const verifications = Number(process.env.BENCH_VERIFICATIONS ?? 300);
 
-async function admin(env: Record<string, string>, args: string[]): Promise<any> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'], { cwd: root, env: { ...process.env, ...env } });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  const [code] = await once(child, 'exit');
-  if (code !== 0) throw new Error(`admin ${args.join(' ')} failed`);
-  return JSON.parse(out);
-}
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -47,9 +40,9 @@ async function main(): Promise<void> {
       ready = await fetch(`${base}/readyz`).then((r) => r.ok, () => false);
       if (!ready) await new Promise((r) => setTimeout(r, 100));
     }
-    const lender = await admin(env, ['lender', 'create', '--name', 'Webhook Benchmark']);
-    const key = await admin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
-    await admin(env, ['key', 'limit', '--key-id', key.id, '--rate-limit', '1000000', '--burst', '1000000']);
+    const lender = await runAdmin(env, ['lender', 'create', '--name', 'Webhook Benchmark']);
+    const key = await runAdmin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
+    await runAdmin(env, ['key', 'limit', '--key-id', key.id, '--rate-limit', '1000000', '--burst', '1000000']);
     const headers = { authorization: `Bearer ${key.api_key}`, 'content-type': 'application/json' };
     for (let i = 0; i < endpoints; i++) {
       const response = await fetch(`${base}/api/v1/webhooks`, {

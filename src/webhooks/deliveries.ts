@@ -41,7 +41,7 @@ export function toDeliveryResource(delivery: Delivery): DeliveryResource {
     event_id: delivery.eventId,
     event: delivery.eventName as DeliveryResource['event'],
     verification_id: delivery.verificationId,
-    status: delivery.status === 'sending' ? 'pending' : delivery.status,
+    status: delivery.status,
     attempts: delivery.attempts.map((a) => ({
       attempt: a.attempt,
       attempted_at: a.attemptedAt,
@@ -63,7 +63,7 @@ export async function replayDelivery(
 ): Promise<DeliveryResource> {
   const original = await deps.webhooks.findDelivery(webhookId, deliveryId);
   if (!original) throw new ApiError('not_found', `No delivery ${deliveryId} for webhook endpoint ${webhookId}.`);
-  if (original.status === 'pending' || original.status === 'sending') {
+  if (original.status === 'pending') {
     throw new ApiError('unprocessable', `Delivery ${deliveryId} is still being attempted; replay it once it has succeeded or failed.`);
   }
   const now = deps.now().toISOString();
@@ -78,7 +78,7 @@ export async function replayDelivery(
     replayOf: original.id,
     createdAt: now,
   };
-  await deps.webhooks.insertReplay(null, replay, now);
+  await deps.webhooks.insertReplay(replay, now);
   deps.wake();
   return toDeliveryResource({ ...replay, status: 'pending', attempts: [], nextAttemptAt: now });
 }

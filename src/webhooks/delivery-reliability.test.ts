@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { testDatabases, type TestDatabase } from '../platform/db/testing.ts';
 import { makeTestCertificates, TestReceiver, type TestCertificates } from './test-receiver.ts';
 import { freePort } from '../platform/free-port.ts';
+import { runAdmin } from '../admin/run-admin.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -41,14 +42,6 @@ async function startServer(databaseUrl: string, certificates: TestCertificates):
   throw new Error('server did not become ready');
 }
 
-async function admin(databaseUrl: string, args: string[]): Promise<any> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'], { cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl } });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  const [code] = await once(child, 'exit');
-  assert.equal(code, 0, `admin ${args.join(' ')}`);
-  return JSON.parse(out);
-}
 
 async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -73,8 +66,8 @@ for (const factory of testDatabases()) {
       certificates = makeTestCertificates();
       receiver = new TestReceiver(certificates);
       receiverUrl = await receiver.listen();
-      const lender = await admin(testDb.url, ['lender', 'create', '--name', 'Reliability Lender']);
-      key = (await admin(testDb.url, ['key', 'create', '--lender', lender.id, '--role', 'lender'])).api_key;
+      const lender = await runAdmin({ DATABASE_URL: testDb.url }, ['lender', 'create', '--name', 'Reliability Lender']);
+      key = (await runAdmin({ DATABASE_URL: testDb.url }, ['key', 'create', '--lender', lender.id, '--role', 'lender'])).api_key;
     });
     after(async () => {
       for (const child of children) child.kill('SIGKILL');

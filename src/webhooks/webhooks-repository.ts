@@ -26,7 +26,8 @@ export interface Delivery {
   eventId: string;
   eventName: string;
   verificationId: string;
-  status: DeliveryStatus;
+  /** As a lender sees it: a delivery being sent (`sending`, an internal claim) is still `pending`. */
+  status: Exclude<DeliveryStatus, 'sending'>;
   attempts: DeliveryAttempt[];
   nextAttemptAt: string | null;
   replayOf: string | null;
@@ -253,7 +254,6 @@ export class WebhooksRepository {
       eventId: row.event_id,
       eventName: row.event_name,
       verificationId: row.verification_id,
-      // `sending` is an internal claim; to a lender it is still pending.
       status: row.status === 'sending' ? 'pending' : row.status,
       attempts: attempts
         .filter((a: any) => a.delivery_id === row.id)
@@ -264,7 +264,7 @@ export class WebhooksRepository {
     }));
   }
 
-  async insertReplay(trx: Knex | null, delivery: NewDelivery, nextAttemptAt: string): Promise<void> {
-    await this.insertDeliveries(trx ?? this.knex, [delivery], nextAttemptAt);
+  async insertReplay(delivery: NewDelivery, nextAttemptAt: string): Promise<void> {
+    await this.insertDeliveries(this.knex, [delivery], nextAttemptAt);
   }
 }

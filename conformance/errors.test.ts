@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { forEachTarget, requireKey, type ApiResponse, type RequestOptions } from './harness.ts';
+import { forEachTarget, requireKey, type RequestOptions } from './harness.ts';
+import { assertError } from './assertions.ts';
 
 /**
  * Errors: section 7 and D4/D7. The right code from the catalogue for each mistake, always as JSON.
@@ -8,7 +9,6 @@ import { forEachTarget, requireKey, type ApiResponse, type RequestOptions } from
  * no stack trace or source path leaks.)
  */
 
-type ErrorBody = { error: string; message: string; details?: Array<{ field: string; issue: string }> };
 
 const CREATE_PATH = '/api/v1/verifications';
 const MAX_BODY_BYTES = 256 * 1024;
@@ -16,15 +16,6 @@ const MAX_BODY_BYTES = 256 * 1024;
 /** A request that passes validation; each case below breaks exactly one thing in it. */
 const validCreateBody = () => ({ obligor_reference: 'conformance-obligor-0001', creator_platforms: ['youtube'] });
 
-function assertError(response: ApiResponse, status: number, code: string, mentions?: RegExp): void {
-  assert.equal(response.status, status, `${response.method} ${response.url}: ${response.text}`);
-  const body = response.json as ErrorBody;
-  assert.equal(body.error, code, response.text);
-  assert.equal(typeof body.message, 'string');
-  assert.ok(body.message.length > 0, 'the message says what is wrong');
-  // The offending field is named (in the message or details), so a client can tell what to fix.
-  if (mentions) assert.match(response.text, mentions, 'the error names the offending field');
-}
 
 forEachTarget((target) => {
   const createVerification = (options: RequestOptions) =>

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { forEachTarget, requireKey, requireSandbox, type ApiResponse } from './harness.ts';
+import { forEachTarget, requireKey, requireSandbox } from './harness.ts';
 import {
   assertResourceInvariants,
   CREATE_PATH,
@@ -13,6 +13,7 @@ import {
   type CreateBody,
   type Verification,
 } from './sandbox.ts';
+import { assertError } from './assertions.ts';
 
 /**
  * POST /api/v1/verifications, GET /api/v1/verifications/{id} and its /tape (sections 4.1 to 4.3, 7;
@@ -23,15 +24,7 @@ import {
 /** How far the target's clock may be from ours when checking created_at. */
 const CLOCK_SKEW_MS = 5 * 60 * 1000;
 
-type ErrorBody = { error: string; message: string };
 
-function assertError(response: ApiResponse, status: number, code: string): ErrorBody {
-  assert.equal(response.status, status, `${response.method} ${response.url}: ${response.text}`);
-  const body = response.json as ErrorBody;
-  assert.equal(body.error, code, response.text);
-  assert.ok(body.message.length > 0, 'the message says what is wrong');
-  return body;
-}
 
 const neverIssuedId = () => `vrf_${randomBytes(10).toString('hex')}`;
 

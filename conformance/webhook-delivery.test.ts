@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { request, type RequestOptions } from 'node:https';
-import { forEachTarget, requireKey, requireSandbox, type ApiResponse } from './harness.ts';
+import { forEachTarget, requireKey, requireSandbox } from './harness.ts';
 import { assertEventRequest, transitionRows, UUID } from './event-contract.ts';
 import { SYNTHETIC_CREATORS } from './sandbox.ts';
 import { makeTestCa, readCaDir, WebhookReceiver, type ReceivedRequest } from './webhook-receiver.ts';
 import { attemptWaitMs, finished, requireRetriesWithin, requireWebhooks, WebhookSession, type Delivery, type ReceiverEndpoint } from './webhooks.ts';
+import { assertError } from './assertions.ts';
 
 /**
  * Delivery (6.2, D14, P15): a non-2xx answer or no answer within WEBHOOK_TIMEOUT_MS is retried at
@@ -19,12 +20,7 @@ import { attemptWaitMs, finished, requireRetriesWithin, requireWebhooks, Webhook
 /** Scheduled times are kept to the millisecond; the sender polls, so an attempt is never early, only late. */
 const EARLY_TOLERANCE_MS = 50;
 
-type ErrorBody = { error: string; message: string };
 
-function assertError(response: ApiResponse, status: number, code: string): void {
-  assert.equal(response.status, status, `${response.method} ${response.url}: ${response.text}`);
-  assert.equal((response.json as ErrorBody).error, code, response.text);
-}
 
 /** What Node and OpenSSL call a certificate that does not verify or does not name the host; loose on purpose. */
 const TLS_ERROR = /cert|tls|ssl|altname|verify|self[- ]signed/i;

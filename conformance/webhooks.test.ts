@@ -12,6 +12,7 @@ import {
   WebhookSession,
   type WebhookResource,
 } from './webhooks.ts';
+import { assertError, type ErrorBody } from './assertions.ts';
 
 /**
  * Webhook endpoints (4.5 to 4.7, D16, P13, P14): register, list, delete; what a registration is
@@ -25,15 +26,7 @@ const SECRET = /^whsec_[A-Za-z0-9]{32,}$/;
 const WEBHOOK_ID = /^whk_[A-Za-z0-9]{8,64}$/;
 const neverIssuedWebhookId = () => `whk_${randomBytes(10).toString('hex')}`;
 
-type ErrorBody = { error: string; message: string; details?: Array<{ field: string; issue: string }> };
 
-function assertError(response: ApiResponse, status: number, code: string): ErrorBody {
-  assert.equal(response.status, status, `${response.method} ${response.url}: ${response.text}`);
-  const body = response.json as ErrorBody;
-  assert.equal(body.error, code, response.text);
-  assert.ok(body.message.length > 0, 'the message says what is wrong');
-  return body;
-}
 
 /** A validation_error about `url` (the message or details name it). */
 function assertUrlRefused(response: ApiResponse, url: string): void {

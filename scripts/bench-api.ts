@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { freePort } from '../src/platform/free-port.ts';
+import { freePort } from '../test/support/free-port.ts';
 import { runAdmin } from '../src/admin/run-admin.ts';
 
 const root = new URL('..', import.meta.url).pathname;

@@ -9,8 +9,8 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeTestCertificates, TestReceiver } from '../src/webhooks/test-receiver.ts';
-import { freePort } from '../src/platform/free-port.ts';
+import { makeTestCertificates, TestReceiver } from '../test/support/test-receiver.ts';
+import { freePort } from '../test/support/free-port.ts';
 import { runAdmin } from '../src/admin/run-admin.ts';
 
 const root = new URL('..', import.meta.url).pathname;

@@ -7,12 +7,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   computeTape,
-  GOLDEN_NOW,
-  goldenVerificationId,
   SYNTHETIC_CREATORS,
   syntheticTapeInput,
   type SyntheticReference,
 } from '../src/tape/index.ts';
+import { GOLDEN_NOW, goldenVerificationId } from '../test/support/golden.ts';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'spec/examples/tapes');
 mkdirSync(dir, { recursive: true });

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { PUBLIC_DEMO_API_KEY } from './platform/config.ts';
-import { freePort } from './platform/free-port.ts';
+import { freePort } from '../test/support/free-port.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 

@@ -4,7 +4,7 @@ import request from 'supertest';
 import { AccountsRepository } from '../src/accounts/accounts-repository.ts';
 import * as admin from '../src/accounts/lender-admin.ts';
 import { loadConfig } from '../src/platform/config.ts';
-import { testDatabases, type TestDatabase } from '../src/platform/db/testing.ts';
+import { testDatabases, type TestDatabase } from './support/test-databases.ts';
 import { createLogger } from '../src/platform/logger.ts';
 import { adminContext, startService, type Service } from '../src/service.ts';
 import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { openDatabase, type Database } from '../platform/db/database.ts';
-import { testDatabases, type TestDatabase } from '../platform/db/testing.ts';
+import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { AccountsRepository } from './accounts-repository.ts';
 import { hashApiKey } from './api-keys.ts';
 import * as admin from './lender-admin.ts';

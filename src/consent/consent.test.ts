@@ -5,7 +5,7 @@ import { AccountsRepository } from '../accounts/accounts-repository.ts';
 import * as admin from '../accounts/lender-admin.ts';
 import { ManualClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
-import { testDatabases, type TestDatabase } from '../platform/db/testing.ts';
+import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { createLogger } from '../platform/logger.ts';
 import { adminContext, startService, type Service } from '../service.ts';
 

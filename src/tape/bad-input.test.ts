@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { computeTape, type RiskTape } from './compute-tape.ts';
 import { SCHEMA_VERSIONS, type TapeInput } from './income.ts';
 import { renderTape } from './render.ts';
-import { input, NOW, numbersIn, platform, schemaErrors } from './test-support.ts';
+import { input, NOW, numbersIn, platform, schemaErrors } from '../../test/support/tape.ts';
 
 function valid(tapeInput: TapeInput): RiskTape {
   const tape = computeTape(tapeInput, { now: NOW });

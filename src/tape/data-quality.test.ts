@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { computeTape } from './compute-tape.ts';
 import { ND_CATALOGUE, TIER_A_FIELDS } from './data-quality.ts';
-import { input, NOW, platform } from './test-support.ts';
+import { input, NOW, platform } from '../../test/support/tape.ts';
 
 const weights = Object.values(TIER_A_FIELDS).map((f) => f.weight);
 

@@ -4,7 +4,7 @@ import type { OverlayBlock } from '../../generated/tape.ts';
 import { computeTape, type RiskTape } from './compute-tape.ts';
 import type { ProductType } from './income.ts';
 import { syntheticTapeInput, type SyntheticOptions, type SyntheticReference } from './synthetic-creators.ts';
-import { input, NOW, platform } from './test-support.ts';
+import { input, NOW, platform } from '../../test/support/tape.ts';
 
 const tape = (ref: SyntheticReference, productType: ProductType, extra: Partial<SyntheticOptions> = {}): RiskTape =>
   computeTape(syntheticTapeInput(ref, { now: NOW, verificationId: 'vrf_test0001', productType, ...extra }), { now: NOW });

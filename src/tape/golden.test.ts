@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { computeTape } from './compute-tape.ts';
 import { SCHEMA_VERSIONS } from './income.ts';
 import { renderTape } from './render.ts';
-import { GOLDEN_NOW, goldenVerificationId, SYNTHETIC_CREATORS, syntheticTapeInput, type SyntheticReference } from './synthetic-creators.ts';
-import { ROOT, schemaErrors } from './test-support.ts';
+import { SYNTHETIC_CREATORS, syntheticTapeInput, type SyntheticReference } from './synthetic-creators.ts';
+import { GOLDEN_NOW, goldenVerificationId } from '../../test/support/golden.ts';
+import { ROOT, schemaErrors } from '../../test/support/tape.ts';
 
 // Section 2.6 of the service description, copied here so the test does not trust the engine's own table.
 const SPEC_TIERS: Record<string, string> = {

@@ -28,8 +28,6 @@ export {
 } from './eligibility/policy.ts';
 export { ND_CATALOGUE, TIER_A_FIELDS, type NdCode } from './data-quality.ts';
 export {
-  GOLDEN_NOW,
-  goldenVerificationId,
   isSyntheticCreator,
   SYNTHETIC_CREATORS,
   syntheticTapeInput,

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { computeTape } from './compute-tape.ts';
 import { computeMetrics } from './metrics.ts';
-import { input, NOW, platform } from './test-support.ts';
+import { input, NOW, platform } from '../../test/support/tape.ts';
 
 describe('tape/metrics', () => {
   it('computes totals, average, CV, drawdown, slope, HHI and the stability score of a rising series', () => {

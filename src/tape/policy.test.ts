@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { computeTape } from './compute-tape.ts';
 import { PolicyOverrideError, policyKeys, validatePolicyOverrides } from './eligibility/policy.ts';
 import { PRODUCT_TYPES } from './income.ts';
-import { input, NOW, platform } from './test-support.ts';
+import { input, NOW, platform } from '../../test/support/tape.ts';
 
 function refusal(productType: string, overrides: unknown) {
   const result = validatePolicyOverrides(productType, overrides);

@@ -17,7 +17,7 @@ import {
   type TapeInput,
 } from './income.ts';
 import { renderTape, TapeVersionUnsupported } from './render.ts';
-import { numbersIn, schemaErrors } from './test-support.ts';
+import { numbersIn, schemaErrors } from '../../test/support/tape.ts';
 
 const amount = fc.oneof(
   fc.constant(0),

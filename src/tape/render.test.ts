@@ -3,7 +3,7 @@ import { computeTape } from './compute-tape.ts';
 import { SCHEMA_VERSIONS, type SchemaVersion } from './income.ts';
 import { renderTape, TapeVersionUnsupported } from './render.ts';
 import { syntheticTapeInput } from './synthetic-creators.ts';
-import { NOW, schemaErrors } from './test-support.ts';
+import { NOW, schemaErrors } from '../../test/support/tape.ts';
 
 const base = { now: NOW, verificationId: 'vrf_test0001' };
 const declared = computeTape(syntheticTapeInput('demo_prime_multi', { ...base, declaredMonthlyObligationsEur: 1500 }), { now: NOW });

@@ -6,7 +6,7 @@ import { ND_CATALOGUE, TIER_A_FIELDS } from './data-quality.ts';
 import { policyKeys } from './eligibility/policy.ts';
 import { PRODUCT_TYPES } from './income.ts';
 import { METRIC_RULES } from './metrics.ts';
-import { ROOT } from './test-support.ts';
+import { ROOT } from '../../test/support/tape.ts';
 
 const doc = readFileSync(join(ROOT, 'docs/scoring.md'), 'utf8');
 

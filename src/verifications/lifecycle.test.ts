@@ -6,7 +6,7 @@ import * as admin from '../accounts/lender-admin.ts';
 import { adminContext, startService, type Service } from '../service.ts';
 import { ManualClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
-import { testDatabases, type TestDatabase } from '../platform/db/testing.ts';
+import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { createLogger } from '../platform/logger.ts';
 import { IllegalTransition } from './state-machine.ts';
 import { moveVerification } from './lifecycle.ts';

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { testDatabases, type TestDatabase } from '../platform/db/testing.ts';
-import { makeTestCertificates, TestReceiver, type TestCertificates } from './test-receiver.ts';
-import { freePort } from '../platform/free-port.ts';
+import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
+import { makeTestCertificates, TestReceiver, type TestCertificates } from '../../test/support/test-receiver.ts';
+import { freePort } from '../../test/support/free-port.ts';
 import { runAdmin } from '../admin/run-admin.ts';
 
 const root = new URL('../..', import.meta.url).pathname;

@@ -8,10 +8,10 @@ import { AccountsRepository } from '../accounts/accounts-repository.ts';
 import * as admin from '../accounts/lender-admin.ts';
 import { ManualClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
-import { testDatabases, type TestDatabase } from '../platform/db/testing.ts';
+import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { createLogger } from '../platform/logger.ts';
 import { adminContext, startService, type Service } from '../service.ts';
-import { makeTestCertificates, TestReceiver, type TestCertificates } from './test-receiver.ts';
+import { makeTestCertificates, TestReceiver, type TestCertificates } from '../../test/support/test-receiver.ts';
 import { verifyWebhookSignature } from './verify-signature.ts';
 
 const DELAY = 2000;

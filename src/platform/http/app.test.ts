@@ -5,7 +5,7 @@ import { AccountsRepository } from '../../accounts/accounts-repository.ts';
 import * as admin from '../../accounts/lender-admin.ts';
 import { adminContext, startService, type Service } from '../../service.ts';
 import { loadConfig, type Config } from '../config.ts';
-import { testDatabases, type TestDatabase } from '../db/testing.ts';
+import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
 import { createLogger } from '../logger.ts';
 import { loadApiDocument } from './api-document.ts';
 import { createHttpApp } from './app.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { ManualClock } from '../clock.ts';
 import { openDatabase, type Database } from '../db/database.ts';
-import { testDatabases, type TestDatabase } from '../db/testing.ts';
+import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
 import { createLogger } from '../logger.ts';
 import { JobQueue } from './job-queue.ts';
 import { JobRunner } from './job-runner.ts';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { randomBase62 } from '../ids.ts';
+import { randomBase62 } from '../../src/platform/ids.ts';
 
 /** A throw-away database for one test suite: a fresh SQLite file, or a fresh PostgreSQL database. */
 export interface TestDatabase {

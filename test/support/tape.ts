@@ -13,7 +13,7 @@ import {
   type PlatformIncome,
   type SchemaVersion,
   type TapeInput,
-} from './income.ts';
+} from '../../src/tape/income.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 

@@ -4,8 +4,7 @@ import { getHealth, getReadiness } from './platform/http/probes/probes.ts';
 import { createVerification } from './verifications/http/createVerification.ts';
 import { getVerification } from './verifications/http/getVerification.ts';
 import { getVerificationTape } from './verifications/http/getVerificationTape.ts';
-import type { LifecycleDeps } from './verifications/lifecycle.ts';
-import type { VerificationsRepository } from './verifications/verifications-repository.ts';
+import type { VerificationLifecycle } from './verifications/verification-lifecycle.ts';
 import * as webhookHandlers from './webhooks/http/handlers.ts';
 
 /**
@@ -27,9 +26,8 @@ type PendingOperationId = keyof typeof PENDING_OPERATIONS;
 export type OperationHandlers = { [Op in Exclude<OperationId, PendingOperationId>]: OperationHandler<Op> };
 
 export interface HandlerDeps {
-  lifecycle: LifecycleDeps;
+  lifecycle: VerificationLifecycle;
   webhooks: webhookHandlers.WebhookHandlerDeps;
-  verifications: VerificationsRepository;
   isDatabaseReachable: () => Promise<boolean>;
 }
 
@@ -38,8 +36,8 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     getHealth: getHealth(),
     getReadiness: getReadiness(deps),
     createVerification: createVerification(deps.lifecycle),
-    getVerification: getVerification(deps),
-    getVerificationTape: getVerificationTape(deps),
+    getVerification: getVerification(deps.lifecycle),
+    getVerificationTape: getVerificationTape(deps.lifecycle),
     createWebhook: webhookHandlers.createWebhook(deps.webhooks),
     listWebhooks: webhookHandlers.listWebhooks(deps.webhooks),
     deleteWebhook: webhookHandlers.deleteWebhook(deps.webhooks),

@@ -11,14 +11,19 @@ import { RateLimits } from './platform/http/rate-limit.ts';
 import { JobQueue } from './platform/jobs/job-queue.ts';
 import { JobRunner } from './platform/jobs/job-runner.ts';
 import type { Logger } from './platform/logger.ts';
+import { EventOutbox } from './platform/events/outbox.ts';
 import { createHandlers, PENDING_OPERATIONS } from './operations.ts';
-import { collectIncome, enforceProcessingWindow, type ConsentDeps } from './consent/consent-flow.ts';
+import { authenticate } from './accounts/http/authenticate.ts';
+import type { ConsentDeps } from './consent/consent-flow.ts';
+import { ConsentRepository } from './consent/consent-repository.ts';
 import { consentRoutes } from './consent/http/consent-routes.ts';
+import { providerIncomeSource } from './consent/provider-income.ts';
 import { configuredProviders } from './consent/providers.ts';
 import { validatePolicyOverrides } from './tape/index.ts';
-import { expireConsent, JOB_KINDS, runSandboxStep, type LifecycleDeps } from './verifications/lifecycle.ts';
+import { sandboxIncomeSource } from './verifications/sandbox.ts';
+import { VerificationLifecycle } from './verifications/verification-lifecycle.ts';
 import { VerificationsRepository } from './verifications/verifications-repository.ts';
-import { fanOutToWebhooks } from './webhooks/deliveries.ts';
+import { deliverEventsToWebhooks } from './webhooks/deliveries.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
 import { createGuardedDispatcher } from './webhooks/target-guard.ts';
 import { WebhooksRepository } from './webhooks/webhooks-repository.ts';
@@ -91,46 +96,37 @@ export async function startService(config: Config, logger: Logger, options: Serv
       logger,
     });
     const wakeDeliveries = () => deliveries.wake();
-    const verifications = new VerificationsRepository(db.knex, db.dialect, queue, db.reader, [fanOutToWebhooks(webhooks, wakeDeliveries)]);
-    const lifecycle: LifecycleDeps = {
+    const outbox = new EventOutbox();
+    deliverEventsToWebhooks(outbox, webhooks, wakeDeliveries);
+    const verifications = new VerificationsRepository(db.knex, db.dialect, queue, outbox, db.reader);
+    const consentRepository = new ConsentRepository(db.knex);
+    const providers = configuredProviders(config.providers);
+    const now = () => clock.now();
+    const lifecycle = new VerificationLifecycle({
       verifications,
       config,
-      now: () => clock.now(),
+      now,
       scoringProfileOf: async (lenderId) => ({
         jurisdiction: (await accounts.findLender(lenderId))?.jurisdiction ?? 'other',
         policies: await accounts.findPolicies(lenderId),
       }),
-    };
-    const consent: ConsentDeps = {
-      ...lifecycle,
-      processingWindowMs: config.processingWindowMs,
-      providers: configuredProviders(config.providers),
-      encryptionKey,
-      logger,
-    };
-    const jobs = new JobRunner(
-      queue,
-      {
-        [JOB_KINDS.collectIncome]: (job, now) => collectIncome(consent, { verificationId: job.subjectId, lenderId: String(job.payload.lenderId) }, now),
-        [JOB_KINDS.processingWindow]: (job, now) => enforceProcessingWindow(consent, job.subjectId, now),
-        [JOB_KINDS.expireConsent]: (job, now) => expireConsent(lifecycle, job.subjectId, now),
-        [JOB_KINDS.sandboxStep]: (job, now) =>
-          runSandboxStep(lifecycle, { verificationId: job.subjectId, lenderId: String(job.payload.lenderId), step: Number(job.payload.step) }, now),
-      },
-      clock,
-      logger,
-    );
+      incomeSource:
+        config.mode === 'production'
+          ? providerIncomeSource({ consent: consentRepository, providers, encryptionKey, logger })
+          : sandboxIncomeSource(verifications),
+    });
+    const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now };
+    const jobs = new JobRunner(queue, lifecycle.jobHandlers(), clock, logger);
     const handlers = createHandlers({
       lifecycle,
-      verifications,
-      webhooks: { webhooks, encryptionKey, allowPrivateTargets: config.webhookAllowPrivateTargets, now: () => clock.now(), wakeDeliveries },
+      webhooks: { webhooks, encryptionKey, allowPrivateTargets: config.webhookAllowPrivateTargets, now, wakeDeliveries },
       isDatabaseReachable: () => db.isReachable(),
     });
     const rateLimits = new RateLimits(db);
     const app = createHttpApp({
       config,
       logger,
-      accounts,
+      authenticate: authenticate({ accounts, mode: config.mode, limits: rateLimits }),
       rateLimits,
       apiDocument: loadApiDocument(),
       handlers,

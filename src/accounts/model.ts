@@ -1,23 +1,6 @@
-export const PLANS = ['pilot', 'production'] as const;
-export type Plan = (typeof PLANS)[number];
+import type { Role } from '../platform/principal.ts';
 
-export const JURISDICTIONS = ['eu_gdpr', 'uk_gdpr', 'difc', 'other'] as const;
-export type Jurisdiction = (typeof JURISDICTIONS)[number];
-
-export const ROLES = ['lender', 'gdpr_admin'] as const;
-export type Role = (typeof ROLES)[number];
-
-export interface LenderAccount {
-  id: string;
-  name: string;
-  plan: Plan;
-  jurisdiction: Jurisdiction;
-  rateLimitPerMinute: number | null;
-  rateLimitBurst: number | null;
-  ipAllowlist: string[];
-  createdAt: string;
-  updatedAt: string;
-}
+export { JURISDICTIONS, PLANS, ROLES, type Jurisdiction, type LenderAccount, type Plan, type Principal, type Role } from '../platform/principal.ts';
 
 export interface ApiKeyRecord {
   id: string;
@@ -26,13 +9,4 @@ export interface ApiKeyRecord {
   keyPrefix: string;
   createdAt: string;
   revokedAt: string | null;
-}
-
-/** Who is calling: resolved from the bearer key on every request, never from anything the client says. */
-export interface Principal {
-  keyId: string;
-  role: Role;
-  lender: LenderAccount;
-  /** An operator's limit for this one key (D8), above the lender's and the plan's. */
-  keyRateLimit: { perMinute: number; burst: number } | null;
 }

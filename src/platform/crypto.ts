@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
 /**
  * Secrets at rest (webhook signing secrets, OAuth tokens): AES-256-GCM under the service's
@@ -18,4 +18,9 @@ export function decryptSecret(key: Buffer, stored: string): string {
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
   return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+}
+
+/** For looking up a high-entropy secret (a token, an OAuth state) by a value that cannot be reversed. */
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
 }

@@ -9,7 +9,7 @@ import { loadConfig } from '../platform/config.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { createLogger } from '../platform/logger.ts';
 import { IllegalTransition } from './state-machine.ts';
-import { moveVerification } from './lifecycle.ts';
+import { moveVerification } from './verification-lifecycle.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 const DELAY = 5000;

@@ -1,4 +1,7 @@
+import { isSyntheticCreator, syntheticTapeInput, type PlatformIncome } from '../tape/index.ts';
 import type { FailureReason, Transition } from './state-machine.ts';
+import type { IncomeSource } from './verification-lifecycle.ts';
+import type { VerificationRecord, VerificationsRepository } from './verifications-repository.ts';
 
 /** Synthetic creator whose income a `test-` verification receives (D11: "a tape from synthetic data"). */
 export const SANDBOX_TAPE_SOURCE = 'demo_prime_multi';
@@ -28,4 +31,26 @@ export function sandboxSteps(obligorReference: string): SandboxStep[] | null {
 
 export function stepDelayMs(step: SandboxStep, delayMs: number): number {
   return Math.round(step.atShareOfDelay * delayMs);
+}
+
+/**
+ * Synthetic income for a sandbox verification, one entry per requested platform: a synthetic
+ * creator's own series, otherwise SANDBOX_TAPE_SOURCE's income for the requested platforms. A
+ * platform not in `connected` (when given) has no data, as a creator who left it unconnected.
+ */
+export function sandboxIncome(verification: Pick<VerificationRecord, 'id' | 'obligorReference' | 'creatorPlatforms'>, now: Date, connected?: ReadonlySet<string>): PlatformIncome[] {
+  const reference = verification.obligorReference;
+  if (isSyntheticCreator(reference)) return [...syntheticTapeInput(reference, { now, verificationId: verification.id }).platforms];
+  const source = syntheticTapeInput(SANDBOX_TAPE_SOURCE, { now, verificationId: verification.id }).platforms;
+  return verification.creatorPlatforms.map((platform) => {
+    const income = source.find((p) => p.platform === platform);
+    return income && (!connected || connected.has(platform)) ? income : { platform, status: 'not_connected' as const, months: [] };
+  });
+}
+
+/** The sandbox's income source (D10: no real providers): synthetic income for the platforms the creator connected. */
+export function sandboxIncomeSource(verifications: Pick<VerificationsRepository, 'connectedPlatforms'>): IncomeSource {
+  return {
+    collect: async (verification, now) => ({ kind: 'collected', platforms: sandboxIncome(verification, now, await verifications.connectedPlatforms(verification.id)) }),
+  };
 }

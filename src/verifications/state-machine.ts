@@ -1,3 +1,6 @@
+import type { FailureReason as ContractFailureReason } from '../../generated/events.ts';
+import type { EventName } from '../platform/events/outbox.ts';
+
 /**
  * The states and moves of section 3, as data. The service refuses any move not in this table
  * (nothing leaves `completed`, `failed` or `expired`), and the conformance suite walks it.
@@ -7,8 +10,12 @@ export type VerificationStatus = (typeof VERIFICATION_STATES)[number];
 
 export const FAILURE_REASONS = ['platform_error', 'consent_revoked', 'timeout'] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
+// The reasons of the table and of the contract's events are the same set; a change to one alone fails here.
+const sameReasons: [FailureReason, ContractFailureReason] extends [ContractFailureReason, FailureReason] ? true : never = true;
+void sameReasons;
 
-export type EventName = 'verification.completed' | 'verification.failed' | 'verification.expired';
+/** The events a move of the state table can emit (`tape.updated` is emitted by tape changes, not moves). */
+export type TransitionEventName = Extract<EventName, 'verification.completed' | 'verification.failed' | 'verification.expired'>;
 
 export interface Transition {
   /** null: the verification is being created. */
@@ -16,7 +23,7 @@ export interface Transition {
   trigger: 'created' | 'created_synthetic' | 'consent_completed' | 'tape_computed' | 'collection_failed' | 'consent_expired';
   to: VerificationStatus;
   /** The event the move emits, in the same transaction (D11, D14). */
-  emits: EventName | null;
+  emits: TransitionEventName | null;
   /** What the description says happens on this move; shown by the conformance suite. */
   description: string;
 }

@@ -2,7 +2,10 @@ import type { Knex } from 'knex';
 import type { components } from '../../generated/api.ts';
 import type { RiskTape200 } from '../../generated/tape.ts';
 import type { Dialect } from '../platform/db/database.ts';
-import type { JobQueue, NewJob } from '../platform/jobs/job-queue.ts';
+import { inUnitOfWork, type UnitOfWork } from '../platform/db/unit-of-work.ts';
+import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platform/events/outbox.ts';
+import type { JobQueue } from '../platform/jobs/job-queue.ts';
+import type { LifecycleJobKind, LifecycleJobPayloads } from './lifecycle-jobs.ts';
 import type { FailureReason, Transition, VerificationStatus } from './state-machine.ts';
 
 export type VerificationResource = components['schemas']['Verification'];
@@ -39,6 +42,15 @@ export interface IdempotencyRecord {
   expiresAt: string;
 }
 
+interface IdempotencyRow {
+  lender_id: string;
+  idempotency_key: string;
+  request_fingerprint: string;
+  response_status: number;
+  response_body: string | null;
+  expires_at: string;
+}
+
 interface VerificationRow {
   id: string;
   lender_id: string;
@@ -58,7 +70,12 @@ interface VerificationRow {
 }
 
 /** `raw` answers rows on SQLite and `{rows}` on PostgreSQL. */
-const rowsOf = (result: any): any[] => (Array.isArray(result) ? result : result.rows);
+const rowsOf = <Row>(result: Row[] | { rows: Row[] }): Row[] => (Array.isArray(result) ? result : result.rows);
+
+type VerificationWithConnectionRow = VerificationRow & { connection_platform: string | null; connection_status: string | null };
+
+const connectionsOf = (rows: VerificationWithConnectionRow[]): Map<string, string> =>
+  new Map(rows.flatMap((r) => (r.connection_platform && r.connection_status ? [[r.connection_platform, r.connection_status] as const] : [])));
 
 const toRecord = (row: VerificationRow): VerificationRecord => ({
   id: row.id,
@@ -102,19 +119,6 @@ export function toResource(record: VerificationRecord, connectionStatus: Readonl
   return resource;
 }
 
-/** An event as recorded in the outbox, handed to subscribers inside the recording transaction. */
-export interface RecordedEvent {
-  id: string;
-  lenderId: string;
-  verificationId: string;
-  name: string;
-  sequence: number;
-  occurredAt: string;
-}
-
-/** Runs in the transaction of the state change (the webhook fan-out, D14). */
-export type EventSubscriber = (trx: Knex.Transaction, event: RecordedEvent) => Promise<void>;
-
 /**
  * Reads and writes of one unit of work. Everything a state change triggers (transition row, event,
  * tape, jobs) goes through one store so it commits or rolls back together.
@@ -122,9 +126,10 @@ export type EventSubscriber = (trx: Knex.Transaction, event: RecordedEvent) => P
 export class VerificationStore {
   constructor(
     private readonly trx: Knex.Transaction,
+    private readonly unit: UnitOfWork,
     private readonly dialect: Dialect,
     private readonly jobs: JobQueue,
-    private readonly subscribers: readonly EventSubscriber[] = [],
+    private readonly outbox: EventOutbox,
   ) {}
 
   async insert(verification: NewVerification, connections: Array<{ platform: Platform; status: ConnectionStatus }>): Promise<void> {
@@ -162,8 +167,8 @@ export class VerificationStore {
   }
 
   async resource(record: VerificationRecord): Promise<VerificationResource> {
-    const connections = await this.trx('platform_connections').where({ verification_id: record.id }).select('platform', 'status');
-    return toResource(record, new Map(connections.map((c: { platform: string; status: string }) => [c.platform, c.status])));
+    const connections = await this.trx<{ verification_id: string; platform: string; status: string }>('platform_connections').where({ verification_id: record.id }).select('platform', 'status');
+    return toResource(record, new Map(connections.map((c) => [c.platform, c.status])));
   }
 
   async applyStatus(
@@ -190,21 +195,22 @@ export class VerificationStore {
     });
   }
 
-  /** Stores the event with its exact body bytes (what is signed and sent) and hands it to the subscribers. */
-  async recordEvent(event: { id: string; lenderId: string; verificationId: string; name: string; payload: unknown; occurredAt: string }): Promise<void> {
+  /** Stores the event with its exact body bytes (what is signed and sent) and publishes it to the outbox's subscribers. */
+  async recordEvent<Name extends EventName>(event: { id: string; lenderId: string; verificationId: string; name: Name; body: EventBody<Name>; occurredAt: string }): Promise<void> {
+    const body = JSON.stringify(event.body);
     const [inserted] = await this.trx('events')
       .insert({
         id: event.id,
         lender_id: event.lenderId,
         verification_id: event.verificationId,
         name: event.name,
-        payload: JSON.stringify(event.payload),
+        payload: body,
         occurred_at: event.occurredAt,
       })
-      .returning('sequence');
+      .returning<Array<{ sequence: number | string } | number>>('sequence');
     const sequence = Number(typeof inserted === 'object' ? inserted.sequence : inserted);
-    const recorded: RecordedEvent = { id: event.id, lenderId: event.lenderId, verificationId: event.verificationId, name: event.name, sequence, occurredAt: event.occurredAt };
-    for (const subscriber of this.subscribers) await subscriber(this.trx, recorded);
+    const recorded: RecordedEvent = { id: event.id, lenderId: event.lenderId, verificationId: event.verificationId, name: event.name, sequence, occurredAt: event.occurredAt, body };
+    await this.outbox.publish(recorded, this.unit);
   }
 
   async saveTape(verificationId: string, tape: RiskTape200, generatedAt: string): Promise<void> {
@@ -222,8 +228,9 @@ export class VerificationStore {
       .merge();
   }
 
-  async enqueue(job: NewJob, now: Date): Promise<void> {
-    await this.jobs.enqueue(this.trx, job, now);
+  /** A lifecycle job, committed with the change that needs it. */
+  async schedule<Kind extends LifecycleJobKind>(kind: Kind, subjectId: string, runAt: Date, payload: LifecycleJobPayloads[Kind], now: Date): Promise<void> {
+    await this.jobs.enqueue(this.trx, { kind, subjectId, runAt, payload }, now);
   }
 
   /**
@@ -244,7 +251,8 @@ export class VerificationStore {
         .ignore()
         .returning('idempotency_key');
     if ((await insert()).length === 1) return null;
-    const row = await this.trx('idempotency_keys').where({ lender_id: lenderId, idempotency_key: key }).first();
+    const row = await this.trx<IdempotencyRow>('idempotency_keys').where({ lender_id: lenderId, idempotency_key: key }).first();
+    if (!row) throw new Error(`idempotency key ${key} vanished while claimed`);
     if (row.expires_at <= now) {
       // The key lived its 24 hours: it is free again (section 8).
       await this.trx('idempotency_keys').where({ lender_id: lenderId, idempotency_key: key }).delete();
@@ -254,7 +262,7 @@ export class VerificationStore {
     return {
       requestFingerprint: row.request_fingerprint,
       responseStatus: row.response_status,
-      responseBody: row.response_body === null ? null : JSON.parse(row.response_body),
+      responseBody: row.response_body === null ? null : (JSON.parse(row.response_body) as unknown),
       expiresAt: row.expires_at,
     };
   }
@@ -272,121 +280,77 @@ export class VerificationsRepository {
     private readonly knex: Knex,
     private readonly dialect: Dialect,
     private readonly jobs: JobQueue,
+    private readonly outbox: EventOutbox,
     /** Serves the lender-facing reads; it defaults to the writer. */
     private readonly reader: Knex = knex,
-    private readonly subscribers: readonly EventSubscriber[] = [],
   ) {}
 
   async transaction<T>(work: (store: VerificationStore) => Promise<T>): Promise<T> {
-    return this.knex.transaction((trx) => work(new VerificationStore(trx, this.dialect, this.jobs, this.subscribers)));
+    return inUnitOfWork(this.knex, (unit, trx) => work(new VerificationStore(trx, unit, this.dialect, this.jobs, this.outbox)));
+  }
+
+  /** A verification read outside any unit of work (commands re-read it locked before changing it). */
+  async find(verificationId: string): Promise<VerificationRecord | null> {
+    const row = await this.knex<VerificationRow>('verifications').where({ id: verificationId }).first();
+    return row ? toRecord(row) : null;
+  }
+
+  /** The platforms a verification has connected so far. */
+  async connectedPlatforms(verificationId: string): Promise<Set<string>> {
+    const rows = await this.knex<{ verification_id: string; platform: string; status: string }>('platform_connections').where({ verification_id: verificationId, status: 'connected' }).select('platform');
+    return new Set(rows.map((r) => r.platform));
   }
 
   /** One query: the verification with its connections (a row per connection, or one without). */
   async findForLender(lenderId: string, verificationId: string): Promise<VerificationResource | null> {
     // Hand-written SQL on the hot read path: the query builder cost more CPU than the query.
     const rows = rowsOf(
-      await this.reader.raw(
+      await this.reader.raw<VerificationWithConnectionRow[] | { rows: VerificationWithConnectionRow[] }>(
         `select v.*, c.platform as connection_platform, c.status as connection_status
          from verifications v left join platform_connections c on c.verification_id = v.id
          where v.id = ? and v.lender_id = ?`,
         [verificationId, lenderId],
       ),
     );
-    if (rows.length === 0) return null;
-    const connections = new Map<string, string>(
-      rows.filter((r: { connection_platform: string | null }) => r.connection_platform).map((r: { connection_platform: string; connection_status: string }) => [r.connection_platform, r.connection_status]),
-    );
-    return toResource(toRecord(rows[0]), connections);
+    const [first] = rows;
+    return first ? toResource(toRecord(first), connectionsOf(rows)) : null;
   }
 
   /** The verification a consent link opens, found by the hash of its token (the token is never stored). */
   async findByConsentTokenHash(tokenHash: string): Promise<{ record: VerificationRecord; connections: Map<string, string> } | null> {
     const rows = rowsOf(
-      await this.knex.raw(
+      await this.knex.raw<VerificationWithConnectionRow[] | { rows: VerificationWithConnectionRow[] }>(
         `select v.*, c.platform as connection_platform, c.status as connection_status
          from verifications v left join platform_connections c on c.verification_id = v.id
          where v.consent_token_hash = ?`,
         [tokenHash],
       ),
     );
-    if (rows.length === 0) return null;
-    const connections = new Map<string, string>(rows.filter((r) => r.connection_platform).map((r) => [r.connection_platform, r.connection_status]));
-    return { record: toRecord(rows[0]), connections };
-  }
-
-  /** A creator's pending authorization at a provider: single use, bound to one consent session. */
-  async insertOAuthRequest(request: { stateHash: string; verificationId: string; platform: string; codeVerifierCiphertext: string | null; consentTokenCiphertext: string; expiresAt: string }): Promise<void> {
-    await this.knex('oauth_requests').insert({
-      state_hash: request.stateHash,
-      verification_id: request.verificationId,
-      platform: request.platform,
-      code_verifier_ciphertext: request.codeVerifierCiphertext,
-      consent_token_ciphertext: request.consentTokenCiphertext,
-      expires_at: request.expiresAt,
-    });
-  }
-
-  /** Reads and deletes the request, so a state is honoured once. */
-  async takeOAuthRequest(stateHash: string): Promise<{ verificationId: string; platform: string; codeVerifierCiphertext: string | null; consentTokenCiphertext: string; expiresAt: string } | null> {
-    return this.knex.transaction(async (trx) => {
-      const row = await trx('oauth_requests').where({ state_hash: stateHash }).first();
-      if (!row) return null;
-      await trx('oauth_requests').where({ state_hash: stateHash }).delete();
-      return {
-        verificationId: row.verification_id,
-        platform: row.platform,
-        codeVerifierCiphertext: row.code_verifier_ciphertext,
-        consentTokenCiphertext: row.consent_token_ciphertext,
-        expiresAt: row.expires_at,
-      };
-    });
-  }
-
-  /** Stores a connection made by OAuth; its tokens arrive encrypted. */
-  async saveConnection(
-    verificationId: string,
-    platform: string,
-    connection: { email: string | null; externalAccountId: string | null; accessTokenCiphertext: string; refreshTokenCiphertext: string | null; connectedAt: string },
-  ): Promise<void> {
-    await this.knex('platform_connections')
-      .insert({
-        verification_id: verificationId,
-        platform,
-        status: 'connected',
-        updated_at: connection.connectedAt,
-        account_email: connection.email,
-        external_account_id: connection.externalAccountId,
-        access_token_ciphertext: connection.accessTokenCiphertext,
-        refresh_token_ciphertext: connection.refreshTokenCiphertext,
-        connected_at: connection.connectedAt,
-      })
-      .onConflict(['verification_id', 'platform'])
-      .merge();
-  }
-
-  async connectionsWithTokens(verificationId: string): Promise<Array<{ platform: string; status: string; externalAccountId: string | null; accessTokenCiphertext: string | null; connectedAt: string | null }>> {
-    const rows = await this.knex('platform_connections').where({ verification_id: verificationId });
-    return rows.map((r: any) => ({ platform: r.platform, status: r.status, externalAccountId: r.external_account_id, accessTokenCiphertext: r.access_token_ciphertext, connectedAt: r.connected_at }));
+    const [first] = rows;
+    return first ? { record: toRecord(first), connections: connectionsOf(rows) } : null;
   }
 
   async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
-    const row = rowsOf(
-      await this.reader.raw(
+    type Row = { status: VerificationStatus; tape: string | null };
+    const [row] = rowsOf(
+      await this.reader.raw<Row[] | { rows: Row[] }>(
         'select v.status, t.tape from verifications v left join tapes t on t.verification_id = v.id where v.id = ? and v.lender_id = ?',
         [verificationId, lenderId],
       ),
-    )[0];
+    );
     if (!row) return null;
-    return { status: row.status, tape: row.tape ? JSON.parse(row.tape) : null };
+    return { status: row.status, tape: row.tape ? (JSON.parse(row.tape) as RiskTape200) : null };
   }
 
   async transitionsOf(verificationId: string): Promise<Array<{ from: string | null; to: string; trigger: string; reason: string | null; at: string }>> {
-    const rows = await this.knex('verification_transitions').where({ verification_id: verificationId }).orderBy('id');
-    return rows.map((r: any) => ({ from: r.from_status, to: r.to_status, trigger: r.trigger, reason: r.reason, at: r.at }));
+    type Row = { verification_id: string; id: number; from_status: string | null; to_status: string; trigger: string; reason: string | null; at: string };
+    const rows = await this.knex<Row>('verification_transitions').where({ verification_id: verificationId }).orderBy('id');
+    return rows.map((r) => ({ from: r.from_status, to: r.to_status, trigger: r.trigger, reason: r.reason, at: r.at }));
   }
 
   async eventsOf(verificationId: string): Promise<Array<{ id: string; name: string; payload: unknown; occurredAt: string }>> {
-    const rows = await this.knex('events').where({ verification_id: verificationId }).orderBy('sequence');
-    return rows.map((r: any) => ({ id: r.id, name: r.name, payload: JSON.parse(r.payload), occurredAt: r.occurred_at }));
+    type Row = { verification_id: string; sequence: number; id: string; name: string; payload: string; occurred_at: string };
+    const rows = await this.knex<Row>('events').where({ verification_id: verificationId }).orderBy('sequence');
+    return rows.map((r) => ({ id: r.id, name: r.name, payload: JSON.parse(r.payload) as unknown, occurredAt: r.occurred_at }));
   }
 }

@@ -1,22 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.ts';
-import { ApiError } from '../platform/http/error-catalogue.ts';
-import type { EventSubscriber } from '../verifications/verifications-repository.ts';
+import { DomainError } from '../platform/domain-error.ts';
+import type { EventOutbox } from '../platform/events/outbox.ts';
 import type { Delivery, WebhooksRepository } from './webhooks-repository.ts';
 
 type DeliveryResource = components['schemas']['Delivery'];
 
-
 /**
- * Writes one delivery per subscribed endpoint in the transaction that records the event, so a
- * delivery exists exactly when the state change commits (D14), then wakes the sender once it has.
+ * Subscribes the webhooks to the outbox: one delivery per subscribed endpoint, written in the unit
+ * of work that records the event, so a delivery exists exactly when the state change commits
+ * (D14); the sender is woken once it has.
  */
-export function fanOutToWebhooks(webhooks: WebhooksRepository, wake: () => void): EventSubscriber {
-  return async (trx, event) => {
-    const endpoints = await webhooks.subscribedEndpoints(trx, event.lenderId, event.name);
+export function deliverEventsToWebhooks(outbox: EventOutbox, webhooks: WebhooksRepository, wake: () => void): void {
+  outbox.subscribe(async (event, unit) => {
+    const endpoints = await webhooks.subscribedEndpoints(unit, event.lenderId, event.name);
     if (endpoints.length === 0) return;
-    await webhooks.insertDeliveries(
-      trx,
+    await webhooks.insertEventDeliveries(
+      unit,
+      event,
       endpoints.map((endpoint) => ({
         id: randomUUID(),
         webhookId: endpoint.id,
@@ -30,8 +31,8 @@ export function fanOutToWebhooks(webhooks: WebhooksRepository, wake: () => void)
       })),
       event.occurredAt,
     );
-    trx.executionPromise.then(wake, () => undefined);
-  };
+    unit.afterCommit(wake);
+  });
 }
 
 export function toDeliveryResource(delivery: Delivery): DeliveryResource {
@@ -62,9 +63,9 @@ export async function replayDelivery(
   deliveryId: string,
 ): Promise<DeliveryResource> {
   const original = await deps.webhooks.findDelivery(webhookId, deliveryId);
-  if (!original) throw new ApiError('not_found', `No delivery ${deliveryId} for webhook endpoint ${webhookId}.`);
+  if (!original) throw new DomainError('not_found', `No delivery ${deliveryId} for webhook endpoint ${webhookId}.`);
   if (original.status === 'pending') {
-    throw new ApiError('unprocessable', `Delivery ${deliveryId} is still being attempted; replay it once it has succeeded or failed.`);
+    throw new DomainError('refused', `Delivery ${deliveryId} is still being attempted; replay it once it has succeeded or failed.`);
   }
   const now = deps.now().toISOString();
   const replay = {

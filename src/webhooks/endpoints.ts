@@ -1,6 +1,6 @@
 import type { components } from '../../generated/api.ts';
 import { decryptSecret, encryptSecret } from '../platform/crypto.ts';
-import { ApiError } from '../platform/http/error-catalogue.ts';
+import { DomainError } from '../platform/domain-error.ts';
 import { newId, randomBase62 } from '../platform/ids.ts';
 import { checkWebhookUrl } from './target-guard.ts';
 import type { WebhookEndpoint, WebhooksRepository } from './webhooks-repository.ts';
@@ -31,10 +31,10 @@ const toResource = (endpoint: WebhookEndpoint): WebhookResource => ({
 export async function registerWebhook(deps: EndpointDeps, lenderId: string, request: CreateWebhookRequest) {
   const check = await checkWebhookUrl(request.url, { allowPrivateTargets: deps.allowPrivateTargets, resolve: deps.resolve });
   if (!check.ok) {
-    throw new ApiError('validation_error', `url: ${check.reason}`, { details: [{ field: 'body.url', issue: check.reason }] });
+    throw new DomainError('invalid', check.reason, 'body.url');
   }
   if ((await deps.webhooks.countEndpoints(lenderId)) >= MAX_ENDPOINTS_PER_LENDER) {
-    throw new ApiError('unprocessable', `A lender can register at most ${MAX_ENDPOINTS_PER_LENDER} webhook endpoints; delete one first.`);
+    throw new DomainError('refused', `A lender can register at most ${MAX_ENDPOINTS_PER_LENDER} webhook endpoints; delete one first.`);
   }
   const secret = `whsec_${randomBase62(40)}`;
   const endpoint: WebhookEndpoint = {
@@ -55,13 +55,13 @@ export async function listWebhooks(deps: EndpointDeps, lenderId: string) {
 
 export async function removeWebhook(deps: EndpointDeps, lenderId: string, webhookId: string): Promise<void> {
   if (!(await deps.webhooks.deleteEndpoint(lenderId, webhookId, deps.now().toISOString()))) {
-    throw new ApiError('not_found', `No webhook endpoint ${webhookId}.`);
+    throw new DomainError('not_found', `No webhook endpoint ${webhookId}.`);
   }
 }
 
 export async function requireEndpoint(deps: Pick<EndpointDeps, 'webhooks'>, lenderId: string, webhookId: string): Promise<WebhookEndpoint> {
   const endpoint = await deps.webhooks.findEndpoint(lenderId, webhookId);
-  if (!endpoint) throw new ApiError('not_found', `No webhook endpoint ${webhookId}.`);
+  if (!endpoint) throw new DomainError('not_found', `No webhook endpoint ${webhookId}.`);
   return endpoint;
 }
 

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../platform/db/database.ts';
+import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 
 export interface WebhookEndpoint {
   id: string;
@@ -64,13 +65,59 @@ export interface NewDelivery {
   createdAt: string;
 }
 
-const rowsOf = (result: any): any[] => (Array.isArray(result) ? result : result.rows);
+/** `raw` answers rows on SQLite and `{rows}` on PostgreSQL. */
+const rowsOf = <Row>(result: Row[] | { rows: Row[] }): Row[] => (Array.isArray(result) ? result : result.rows);
 
-const toEndpoint = (row: any): WebhookEndpoint => ({
+interface EndpointRow {
+  id: string;
+  lender_id: string;
+  url: string;
+  events: string;
+  secret_ciphertext: string;
+  created_at: string;
+}
+
+interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  lender_id: string;
+  event_id: string;
+  event_name: string;
+  verification_id: string;
+  event_sequence: number;
+  status: DeliveryStatus;
+  next_attempt_at: string | null;
+  replay_of: string | null;
+  created_at: string;
+}
+
+interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  attempted_at: string;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+}
+
+interface DueRow {
+  id: string;
+  webhook_id: string;
+  event_name: string;
+  attempts: number;
+  first_attempt_at: string | null;
+  next_attempt_at: string;
+  event_sequence: number;
+  url: string;
+  secret_ciphertext: string;
+  body: string;
+}
+
+const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   id: row.id,
   lenderId: row.lender_id,
   url: row.url,
-  events: JSON.parse(row.events),
+  events: JSON.parse(row.events) as string[],
   secretCiphertext: row.secret_ciphertext,
   createdAt: row.created_at,
 });
@@ -94,17 +141,20 @@ export class WebhooksRepository {
   }
 
   async countEndpoints(lenderId: string): Promise<number> {
-    const row = await this.knex('webhook_endpoints').where({ lender_id: lenderId }).whereNull('deleted_at').count({ n: '*' }).first();
-    return Number((row as { n: number | string }).n);
+    const row = await this.knex('webhook_endpoints').where({ lender_id: lenderId }).whereNull('deleted_at').count<{ n: number | string }>({ n: '*' }).first();
+    return Number(row?.n ?? 0);
   }
 
   async listEndpoints(lenderId: string): Promise<WebhookEndpoint[]> {
-    const rows = await this.knex('webhook_endpoints').where({ lender_id: lenderId }).whereNull('deleted_at').orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    const rows = await this.knex<EndpointRow>('webhook_endpoints')
+      .where({ lender_id: lenderId })
+      .whereNull('deleted_at')
+      .orderBy([{ column: 'created_at' }, { column: 'id' }]);
     return rows.map(toEndpoint);
   }
 
   async findEndpoint(lenderId: string, webhookId: string): Promise<WebhookEndpoint | null> {
-    const row = await this.knex('webhook_endpoints').where({ id: webhookId, lender_id: lenderId }).whereNull('deleted_at').first();
+    const row = await this.knex<EndpointRow>('webhook_endpoints').where({ id: webhookId, lender_id: lenderId }).whereNull('deleted_at').first();
     return row ? toEndpoint(row) : null;
   }
 
@@ -121,13 +171,20 @@ export class WebhooksRepository {
     });
   }
 
-  /** Endpoints of the lender subscribed to the event, read inside the caller's transaction. */
-  async subscribedEndpoints(trx: Knex, lenderId: string, eventName: string): Promise<WebhookEndpoint[]> {
-    const rows = await trx('webhook_endpoints').where({ lender_id: lenderId }).whereNull('deleted_at');
+  /** Endpoints of the lender subscribed to the event, read in the unit of work that records it. */
+  async subscribedEndpoints(unit: UnitOfWork, lenderId: string, eventName: string): Promise<WebhookEndpoint[]> {
+    const rows = await transactionOf(unit)<EndpointRow>('webhook_endpoints').where({ lender_id: lenderId }).whereNull('deleted_at');
     return rows.map(toEndpoint).filter((endpoint) => endpoint.events.includes(eventName));
   }
 
-  async insertDeliveries(trx: Knex, deliveries: NewDelivery[], nextAttemptAt: string): Promise<void> {
+  /** The event's exact body and its first deliveries, in the unit of work of the state change (D14). */
+  async insertEventDeliveries(unit: UnitOfWork, event: { id: string; lenderId: string; body: string }, deliveries: NewDelivery[], nextAttemptAt: string): Promise<void> {
+    const trx = transactionOf(unit);
+    await trx('webhook_events').insert({ event_id: event.id, lender_id: event.lenderId, body: event.body });
+    await this.insertDeliveries(trx, deliveries, nextAttemptAt);
+  }
+
+  private async insertDeliveries(trx: Knex, deliveries: NewDelivery[], nextAttemptAt: string): Promise<void> {
     if (deliveries.length === 0) return;
     await trx('webhook_deliveries').insert(
       deliveries.map((d) => ({
@@ -158,7 +215,7 @@ export class WebhooksRepository {
     const lockedUntil = new Date(now.getTime() + leaseMs).toISOString();
     const skipLocked = this.dialect === 'postgres' ? 'for update of d skip locked' : '';
     const claimed = rowsOf(
-      await this.knex.raw(
+      await this.knex.raw<Array<{ id: string }> | { rows: Array<{ id: string }> }>(
         `update webhook_deliveries set status = 'sending', locked_by = ?, locked_until = ?
          where id in (
            select d.id from webhook_deliveries d
@@ -176,18 +233,18 @@ export class WebhooksRepository {
       ),
     );
     if (claimed.length === 0) return [];
-    const rows = await this.knex('webhook_deliveries as d')
+    const rows: DueRow[] = await this.knex('webhook_deliveries as d')
       .join('webhook_endpoints as w', 'w.id', 'd.webhook_id')
-      .join('events as e', 'e.id', 'd.event_id')
+      .join('webhook_events as e', 'e.event_id', 'd.event_id')
       .whereIn(
         'd.id',
         claimed.map((r) => r.id),
       )
       .andWhere('d.locked_by', workerId)
-      .select('d.id', 'd.webhook_id', 'd.event_name', 'd.attempts', 'd.first_attempt_at', 'd.next_attempt_at', 'd.event_sequence', 'w.url', 'w.secret_ciphertext', 'e.payload');
+      .select('d.id', 'd.webhook_id', 'd.event_name', 'd.attempts', 'd.first_attempt_at', 'd.next_attempt_at', 'd.event_sequence', 'w.url', 'w.secret_ciphertext', 'e.body');
     return rows
-      .sort((a: any, b: any) => a.next_attempt_at.localeCompare(b.next_attempt_at) || a.event_sequence - b.event_sequence)
-      .map((r: any) => ({
+      .sort((a, b) => a.next_attempt_at.localeCompare(b.next_attempt_at) || a.event_sequence - b.event_sequence)
+      .map((r) => ({
         id: r.id,
         webhookId: r.webhook_id,
         eventName: r.event_name,
@@ -195,7 +252,7 @@ export class WebhooksRepository {
         firstAttemptAt: r.first_attempt_at,
         url: r.url,
         secretCiphertext: r.secret_ciphertext,
-        body: r.payload,
+        body: r.body,
       }));
   }
 
@@ -228,9 +285,9 @@ export class WebhooksRepository {
   }
 
   async listDeliveries(webhookId: string, limit: number, startingAfter: string | undefined): Promise<{ deliveries: Delivery[]; hasMore: boolean }> {
-    let query = this.knex('webhook_deliveries').where({ webhook_id: webhookId });
+    let query = this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId });
     if (startingAfter) {
-      const cursor = await this.knex('webhook_deliveries').where({ webhook_id: webhookId, id: startingAfter }).first('created_at', 'id');
+      const cursor = await this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId, id: startingAfter }).first('created_at', 'id');
       if (!cursor) return { deliveries: [], hasMore: false };
       query = query.andWhere((q) => q.where('created_at', '<', cursor.created_at).orWhere((q2) => q2.where('created_at', cursor.created_at).andWhere('id', '<', cursor.id)));
     }
@@ -240,14 +297,22 @@ export class WebhooksRepository {
   }
 
   async findDelivery(webhookId: string, deliveryId: string): Promise<(Delivery & { lenderId: string; eventSequence: number }) | null> {
-    const row = await this.knex('webhook_deliveries').where({ webhook_id: webhookId, id: deliveryId }).first();
+    const row = await this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId, id: deliveryId }).first();
     if (!row) return null;
     const [delivery] = await this.withAttempts([row]);
     return { ...delivery!, lenderId: row.lender_id, eventSequence: row.event_sequence };
   }
 
-  private async withAttempts(rows: any[]): Promise<Delivery[]> {
-    const attempts = rows.length === 0 ? [] : await this.knex('webhook_delivery_attempts').whereIn('delivery_id', rows.map((r) => r.id)).orderBy('id');
+  private async withAttempts(rows: DeliveryRow[]): Promise<Delivery[]> {
+    const attempts =
+      rows.length === 0
+        ? []
+        : await this.knex<AttemptRow>('webhook_delivery_attempts')
+            .whereIn(
+              'delivery_id',
+              rows.map((r) => r.id),
+            )
+            .orderBy('id');
     return rows.map((row) => ({
       id: row.id,
       webhookId: row.webhook_id,
@@ -256,14 +321,15 @@ export class WebhooksRepository {
       verificationId: row.verification_id,
       status: row.status === 'sending' ? 'pending' : row.status,
       attempts: attempts
-        .filter((a: any) => a.delivery_id === row.id)
-        .map((a: any) => ({ attempt: a.attempt, attemptedAt: a.attempted_at, statusCode: a.status_code, durationMs: a.duration_ms, error: a.error })),
+        .filter((a) => a.delivery_id === row.id)
+        .map((a) => ({ attempt: a.attempt, attemptedAt: a.attempted_at, statusCode: a.status_code, durationMs: a.duration_ms, error: a.error })),
       nextAttemptAt: row.status === 'pending' || row.status === 'sending' ? row.next_attempt_at : null,
       replayOf: row.replay_of,
       createdAt: row.created_at,
     }));
   }
 
+  /** A replay sends the event's stored body again, so only the delivery is new. */
   async insertReplay(delivery: NewDelivery, nextAttemptAt: string): Promise<void> {
     await this.insertDeliveries(this.knex, [delivery], nextAttemptAt);
   }

@@ -208,6 +208,7 @@ for (const factory of testDatabases()) {
       const laterEvent = await service.db.knex('events').where({ verification_id: v.verification_id }).first();
       await service.db.knex('events').insert({ ...laterEvent, sequence: undefined, id: `evt_${randomUUID().replace(/-/g, '')}` });
       const [copy] = await service.db.knex('events').where({ verification_id: v.verification_id }).orderBy('sequence', 'desc').limit(1);
+      await service.db.knex('webhook_events').insert({ event_id: copy.id, lender_id: copy.lender_id, body: copy.payload });
       const copyDeliveryId = randomUUID();
       await service.db.knex('webhook_deliveries').insert({
         id: copyDeliveryId, webhook_id, lender_id: laterEvent.lender_id, event_id: copy.id, event_name: copy.name, verification_id: v.verification_id,

@@ -8,7 +8,9 @@ import { loadConfig, type Config } from '../config.ts';
 import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
 import { createLogger } from '../logger.ts';
 import { loadApiDocument } from './api-document.ts';
+import { authenticate } from '../../accounts/http/authenticate.ts';
 import { createHttpApp } from './app.ts';
+import type { OperationHandler } from './operation-handler.ts';
 import { RateLimits } from './rate-limit.ts';
 
 /** Captures every log line so tests can prove what never reaches the log. */
@@ -125,8 +127,9 @@ describe('HTTP app error handling', () => {
     findPrincipalByKeyHash: async () => ({ keyId: 'key_test', role: 'lender', lender: { id: 'lnd_test', plan: 'pilot', ipAllowlist: [] }, keyRateLimit: null }),
   } as unknown as AccountsRepository;
   const rateLimits = new RateLimits({ dialect: 'sqlite', knex: undefined as never });
+  const authenticateWithStubAccounts = authenticate({ accounts, mode: 'sandbox', limits: rateLimits });
   const build = (handlers: Parameters<typeof createHttpApp>[0]['handlers']) =>
-    createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: true }, logger, accounts, rateLimits, apiDocument: loadApiDocument(), handlers, pendingOperations: {} });
+    createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: true }, logger, authenticate: authenticateWithStubAccounts, rateLimits, apiDocument: loadApiDocument(), handlers, pendingOperations: {} });
 
   it('turns an uncaught exception into internal_error without a stack trace', async () => {
     const app = build({
@@ -142,7 +145,9 @@ describe('HTTP app error handling', () => {
   });
 
   it('refuses a response that breaks the contract when response validation is on', async () => {
-    const app = build({ getHealth: async () => ({ status: 200, body: { status: 'fine', extra: true } }) });
+    // A handler the type check would refuse: the validator is the last line when types are bypassed.
+    const breaksContract = async () => ({ status: 200, body: { status: 'fine', extra: true } });
+    const app = build({ getHealth: breaksContract as unknown as OperationHandler<'getHealth'> });
     const response = await request(app).get('/healthz');
     assert.equal(response.status, 500);
     assert.equal(response.body.error, 'internal_error');
@@ -160,7 +165,7 @@ describe('HTTP app error handling', () => {
     const broken = loadApiDocument();
     broken.components.schemas.Health.properties.status = { type: 'string', pattern: '([' };
     assert.throws(
-      () => createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: false }, logger, accounts, rateLimits, apiDocument: broken, handlers: {}, pendingOperations: {} }),
+      () => createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: false }, logger, authenticate: authenticateWithStubAccounts, rateLimits, apiDocument: broken, handlers: {}, pendingOperations: {} }),
       /schemas Ajv refuses[\s\S]*Health/,
     );
   });

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import type { AccountsRepository } from '../../accounts/accounts-repository.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { assertSchemasCompile, listOperations, type ApiOperation, type OperationId } from './api-document.ts';
-import { authenticate, requireRole } from './authenticate.ts';
+import { requireRole } from './request-context.ts';
 import { ApiError } from './error-catalogue.ts';
 import { errorHandler } from './error-handler.ts';
-import type { OperationHandler, OperationRequest } from './operation-handler.ts';
+import type { OperationHandler } from './operation-handler.ts';
 import { mountDocs } from './docs.ts';
 import { requestLog } from './request-log.ts';
 import { rateLimitByKey, type RateLimits } from './rate-limit.ts';
@@ -16,10 +15,11 @@ import { rateLimitByKey, type RateLimits } from './rate-limit.ts';
 export interface HttpAppDeps {
   config: Pick<Config, 'mode' | 'trustProxy' | 'validateResponses'>;
   logger: Logger;
-  accounts: AccountsRepository;
+  /** Resolves the bearer key of every /api/v1 request to `req.principal` (accounts/), or refuses it. */
+  authenticate: RequestHandler;
   rateLimits: RateLimits;
   apiDocument: Record<string, any>;
-  handlers: Partial<Record<OperationId, OperationHandler<any>>>;
+  handlers: { [Op in OperationId]?: OperationHandler<Op> };
   /** Operations in the spec whose handlers belong to work not yet delivered, with what delivers them. */
   pendingOperations: Partial<Record<OperationId, string>>;
   /** Browser pages outside the API (the creator's consent pages), mounted before the API. */
@@ -29,9 +29,14 @@ export interface HttpAppDeps {
 /** Requests bodies beyond this are refused as `bad_request` (D4). */
 export const MAX_BODY_BYTES = 256 * 1024;
 
-function adapt(operation: ApiOperation, handler: OperationHandler<any>): RequestHandler {
+/** Any operation's handler, as the router sees it: which operation is known only at run time. */
+type RoutedHandler = (request: never) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>;
+
+function adapt(operation: ApiOperation, handler: RoutedHandler): RequestHandler {
   return async (req, res) => {
-    const request: OperationRequest<any> = {
+    // The validator has checked params, query, headers and body against the spec by now, which is
+    // what makes these the operation's types.
+    const request = {
       params: req.params,
       query: req.query,
       // Spelled as in the spec (and the generated types), not as Node lower-cases them.
@@ -40,7 +45,7 @@ function adapt(operation: ApiOperation, handler: OperationHandler<any>): Request
       principal: req.principal ?? null,
       requestId: req.requestId!,
     };
-    const response = await handler(request);
+    const response = await handler(request as never);
     for (const [name, value] of Object.entries(response.headers ?? {})) res.setHeader(name, value);
     res.status(response.status);
     if (response.body === undefined) res.end();
@@ -88,7 +93,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   for (const page of deps.pages ?? []) app.use(page.path, page.router);
 
   // Authentication first: a caller without a valid key learns nothing about its request body.
-  app.use('/api/v1', authenticate({ accounts: deps.accounts, mode: deps.config.mode, limits: deps.rateLimits }), rateLimitByKey(deps.rateLimits, deps.config.mode));
+  app.use('/api/v1', deps.authenticate, rateLimitByKey(deps.rateLimits, deps.config.mode));
   app.use(express.json({ limit: MAX_BODY_BYTES, strict: true, type: ['application/json', 'application/*+json'] }));
   app.use(
     OpenApiValidator.middleware({

@@ -1,7 +1,8 @@
 import type { ErrorRequestHandler } from 'express';
 import type { Logger } from '../logger.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
-import { ApiError, type ErrorDetail } from './error-catalogue.ts';
+import { DomainError, type DomainErrorKind } from '../domain-error.ts';
+import { ApiError, type ErrorCode, type ErrorDetail } from './error-catalogue.ts';
 
 interface ValidatorIssue {
   path?: string;
@@ -56,9 +57,23 @@ function fromValidation(error: HttpLikeError): ApiError {
   return new ApiError('validation_error', summary || 'The request failed validation.', { details });
 }
 
+/** The one place where a use case's refusal becomes a catalogue code (and so an HTTP status). */
+const CATALOGUE_CODE_OF: Record<DomainErrorKind, ErrorCode> = {
+  not_found: 'not_found',
+  conflict: 'duplicate_request',
+  invalid: 'validation_error',
+  refused: 'unprocessable',
+};
+
+function fromDomain(error: DomainError): ApiError {
+  const details = error.field ? [{ field: error.field, issue: error.message }] : undefined;
+  return new ApiError(CATALOGUE_CODE_OF[error.kind], error.field ? `${error.field.replace(/^body\./, '')}: ${error.message}` : error.message, details ? { details } : {});
+}
+
 /** Maps anything thrown to a catalogue error. Unknown errors become internal_error and are logged. */
 export function toApiError(error: unknown, logger: Logger): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof DomainError) return fromDomain(error);
   const e = (error ?? {}) as HttpLikeError;
   if (e.type === 'entity.parse.failed') return new ApiError('bad_request', 'Malformed JSON in the request body.');
   if (e.type === 'entity.too.large') return new ApiError('bad_request', 'The request body is larger than 256 KiB.');

@@ -1,5 +1,5 @@
 import type { operations } from '../../../generated/api.ts';
-import type { Principal } from '../../accounts/model.ts';
+import type { Principal } from '../principal.ts';
 import type { OperationId } from './api-document.ts';
 
 type Part<Op extends OperationId, K extends string> = operations[Op]['parameters'] extends Record<K, infer P>
@@ -26,13 +26,24 @@ export interface OperationRequest<Op extends OperationId = OperationId> {
   requestId: string;
 }
 
-export interface OperationResponse {
-  status: number;
-  body?: unknown;
-  headers?: Record<string, string>;
-}
+type Responses<Op extends OperationId> = operations[Op]['responses'];
 
-export type OperationHandler<Op extends OperationId = OperationId> = (request: OperationRequest<Op>) => Promise<OperationResponse>;
+/** The body the spec gives a response: its (only) media type's schema, or nothing (204). */
+type BodyOf<R> = R extends { content: infer Content } ? Content[keyof Content] : undefined;
+
+/**
+ * What a handler answers, derived from `operations[Op]['responses']` of generated/api.ts: only a
+ * status the spec lists for the operation, with that status's body. A field removed or retyped in
+ * spec/ therefore breaks the type check of every handler that still sends it. Errors are thrown,
+ * not returned.
+ */
+export type OperationResponse<Op extends OperationId = OperationId> = {
+  [Status in keyof Responses<Op> & (200 | 201 | 202 | 204)]: { status: Status; headers?: Record<string, string> } & (BodyOf<Responses<Op>[Status]> extends undefined
+    ? { body?: undefined }
+    : { body: BodyOf<Responses<Op>[Status]> });
+}[keyof Responses<Op> & (200 | 201 | 202 | 204)];
+
+export type OperationHandler<Op extends OperationId = OperationId> = (request: OperationRequest<Op>) => Promise<OperationResponse<Op>>;
 
 /** For handlers of lender- or gdpr_admin-only operations, where the security layer guarantees a principal. */
 export function principalOf(request: OperationRequest<any>): Principal {

@@ -1,9 +1,8 @@
 import type { Request, RequestHandler, Response } from 'express';
-import type { Knex } from 'knex';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Principal } from '../../accounts/model.ts';
+import type { Principal } from '../principal.ts';
 import type { ServiceMode } from '../config.ts';
-import type { Dialect } from '../db/database.ts';
+import type { Database } from '../db/database.ts';
 import { ApiError } from './error-catalogue.ts';
 
 export interface Quota {
@@ -40,7 +39,7 @@ type Outcome = { allowed: boolean; minute: RateLimiterRes; retryAfterMs: number 
 export class RateLimits {
   private readonly limiters = new Map<string, RateLimiterAbstract>();
 
-  constructor(private readonly store: { dialect: Dialect; knex: Knex }) {}
+  constructor(private readonly store: Pick<Database, 'dialect' | 'knex'>) {}
 
   private limiter(points: number, durationSeconds: number): RateLimiterAbstract {
     const id = `${points}/${durationSeconds}`;

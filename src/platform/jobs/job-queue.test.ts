@@ -3,7 +3,7 @@ import { ManualClock } from '../clock.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
 import { createLogger } from '../logger.ts';
-import { JobQueue } from './job-queue.ts';
+import { JobQueue, type Job } from './job-queue.ts';
 import { JobRunner } from './job-runner.ts';
 
 for (const factory of testDatabases()) {
@@ -29,11 +29,11 @@ for (const factory of testDatabases()) {
       await db.knex('jobs').delete();
     });
 
-    const enqueue = (kind: string, subjectId: string, runAt: Date) => db.knex.transaction((trx) => queue.enqueue(trx, { kind, subjectId, runAt }, clock.now()));
+    const enqueue = (kind: string, subjectId: string, runAt: Date) => db.knex.transaction((trx) => queue.enqueue(trx, { kind, subjectId, runAt, payload: {} }, clock.now()));
 
     it('runs a job only once it is due, and then never again', async () => {
       const ran: string[] = [];
-      const runner = new JobRunner(queue, { note: async (job) => void ran.push(job.subjectId) }, clock, logger);
+      const runner = new JobRunner(queue, { note: async (job: Job) => void ran.push(job.subjectId) }, clock, logger);
       await enqueue('note', 'later', new Date(clock.now().getTime() + 60_000));
       await enqueue('note', 'now', clock.now());
       assert.equal(await runner.runDue(), 1);
@@ -48,7 +48,7 @@ for (const factory of testDatabases()) {
     it('keeps no job whose transaction rolled back', async () => {
       await assert.rejects(
         db.knex.transaction(async (trx) => {
-          await queue.enqueue(trx, { kind: 'note', subjectId: 'ghost', runAt: clock.now() }, clock.now());
+          await queue.enqueue(trx, { kind: 'note', subjectId: 'ghost', runAt: clock.now(), payload: {} }, clock.now());
           throw new Error('roll back');
         }),
         /roll back/,

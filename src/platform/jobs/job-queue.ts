@@ -1,21 +1,33 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../db/database.ts';
 
-export interface Job {
+/** A job as claimed; its payload is what the feature that enqueued it wrote for that kind. */
+export interface Job<Kind extends string = string, Payload extends object = object> {
   id: number;
-  kind: string;
+  kind: Kind;
   subjectId: string;
-  payload: Record<string, unknown>;
+  payload: Payload;
   runAt: string;
   attempts: number;
 }
 
-export interface NewJob {
-  kind: string;
+export interface NewJob<Kind extends string = string, Payload extends object = object> {
+  kind: Kind;
   subjectId: string;
   runAt: Date;
-  payload?: Record<string, unknown>;
+  payload: Payload;
 }
+
+/**
+ * A feature's job kinds with their handlers, keyed by kind: `Payloads` maps each kind to the payload
+ * its enqueuer writes, so a handler reads typed fields instead of casting `job.payload.x`.
+ */
+export type JobHandlers<Payloads extends Record<string, object>> = {
+  [Kind in keyof Payloads & string]: (job: Job<Kind, Payloads[Kind]>, now: Date) => Promise<void>;
+};
+
+/** Handlers of any features' kinds, as the runner holds them: which kind a job is is known only at run time. */
+export type RunnableJobHandlers = Record<string, (job: never, now: Date) => Promise<void>>;
 
 interface JobRow {
   id: number;
@@ -30,7 +42,7 @@ const toJob = (row: JobRow): Job => ({
   id: row.id,
   kind: row.kind,
   subjectId: row.subject_id,
-  payload: JSON.parse(row.payload),
+  payload: JSON.parse(row.payload) as object,
   runAt: row.run_at,
   attempts: row.attempts,
 });
@@ -52,7 +64,7 @@ export class JobQueue {
     await trx('jobs').insert({
       kind: job.kind,
       subject_id: job.subjectId,
-      payload: JSON.stringify(job.payload ?? {}),
+      payload: JSON.stringify(job.payload),
       run_at: job.runAt.toISOString(),
       status: 'pending',
       attempts: 0,

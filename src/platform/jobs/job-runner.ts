@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../logger.ts';
-import type { Job, JobQueue } from './job-queue.ts';
+import type { Job, JobQueue, RunnableJobHandlers } from './job-queue.ts';
 
-export type JobHandler = (job: Job, now: Date) => Promise<void>;
 
 export interface JobRunnerOptions {
   batchSize?: number;
@@ -22,7 +21,7 @@ export class JobRunner {
 
   constructor(
     private readonly queue: JobQueue,
-    private readonly handlers: Record<string, JobHandler>,
+    private readonly handlers: RunnableJobHandlers,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly options: JobRunnerOptions = {},
@@ -45,7 +44,8 @@ export class JobRunner {
     const handler = this.handlers[job.kind];
     try {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
-      await handler(job, this.clock.now());
+      // The kind selected the handler, and its enqueuer wrote the payload that kind declares.
+      await handler(job as never, this.clock.now());
       await this.queue.complete(job.id);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

@@ -1,13 +1,13 @@
 import { ApiError } from '../../platform/http/error-catalogue.ts';
 import { principalOf, type OperationHandler } from '../../platform/http/operation-handler.ts';
 import { renderTape, TapeVersionUnsupported } from '../../tape/index.ts';
-import type { VerificationsRepository } from '../verifications-repository.ts';
+import type { VerificationLifecycle } from '../verification-lifecycle.ts';
 
-export function getVerificationTape(deps: { verifications: VerificationsRepository }): OperationHandler<'getVerificationTape'> {
+export function getVerificationTape(lifecycle: VerificationLifecycle): OperationHandler<'getVerificationTape'> {
   return async (request) => {
     const { lender } = principalOf(request);
     const id = request.params.verification_id;
-    const found = await deps.verifications.findTapeForLender(lender.id, id);
+    const found = await lifecycle.findTapeForLender(lender.id, id);
     if (!found) throw new ApiError('not_found', `No verification ${id}.`);
     // D5: no tape before completion, and the message says where the verification stands.
     if (found.status !== 'completed' || !found.tape) {

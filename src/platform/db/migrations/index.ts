@@ -5,6 +5,7 @@ import * as lifecycle from './20261121_003_lifecycle.ts';
 import * as rateLimits from './20261121_004_rate_limits.ts';
 import * as webhooks from './20261121_005_webhooks.ts';
 import * as platformOauth from './20261121_006_platform_oauth.ts';
+import * as webhookEvents from './20261123_007_webhook_events.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -16,6 +17,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261121_004_rate_limits', rateLimits],
   ['20261121_005_webhooks', webhooks],
   ['20261121_006_platform_oauth', platformOauth],
+  ['20261123_007_webhook_events', webhookEvents],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

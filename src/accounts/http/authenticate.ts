@@ -1,18 +1,11 @@
 import type { RequestHandler } from 'express';
-import type { AccountsRepository } from '../../accounts/accounts-repository.ts';
-import { hashApiKey, isWellFormedApiKey, keyBelongsToMode } from '../../accounts/api-keys.ts';
-import { isAllowed } from '../../accounts/ip-allowlist.ts';
-import type { Principal } from '../../accounts/model.ts';
-import type { ServiceMode } from '../config.ts';
-import { ApiError } from './error-catalogue.ts';
-import { limitAnonymous, type RateLimits } from './rate-limit.ts';
-
-declare module 'express-serve-static-core' {
-  interface Request {
-    principal?: Principal;
-    requestId?: string;
-  }
-}
+import '../../platform/http/request-context.ts';
+import type { AccountsRepository } from '../accounts-repository.ts';
+import { hashApiKey, isWellFormedApiKey, keyBelongsToMode } from '../api-keys.ts';
+import { isAllowed } from '../ip-allowlist.ts';
+import type { ServiceMode } from '../../platform/config.ts';
+import { ApiError } from '../../platform/http/error-catalogue.ts';
+import { limitAnonymous, type RateLimits } from '../../platform/http/rate-limit.ts';
 
 const unauthorized = (message: string) =>
   new ApiError('unauthorized', message, { headers: { 'WWW-Authenticate': 'Bearer realm="api"' } });
@@ -52,16 +45,4 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
       next(error);
     }
   };
-}
-
-/**
- * The security handler express-openapi-validator calls for `bearerAuth`: the spec lists the roles
- * allowed for each operation as the requirement's scopes (OpenAPI 3.1 allows role names there).
- */
-export function requireRole(req: { principal?: Principal }, roles: string[]): true {
-  if (!req.principal) throw { status: 401, message: 'Missing Authorization header; send "Authorization: Bearer <API_KEY>".' };
-  if (roles.length > 0 && !roles.includes(req.principal.role)) {
-    throw { status: 403, message: `This operation needs a key with the ${roles.join(' or ')} role; this key has the ${req.principal.role} role.` };
-  }
-  return true;
 }

@@ -1,0 +1,32 @@
+// Who is calling. accounts/ resolves it from the bearer key on every request; every layer reads it,
+// so it lives here rather than in accounts/ (platform/ imports no feature).
+
+export const PLANS = ['pilot', 'production'] as const;
+export type Plan = (typeof PLANS)[number];
+
+export const JURISDICTIONS = ['eu_gdpr', 'uk_gdpr', 'difc', 'other'] as const;
+export type Jurisdiction = (typeof JURISDICTIONS)[number];
+
+export const ROLES = ['lender', 'gdpr_admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface LenderAccount {
+  id: string;
+  name: string;
+  plan: Plan;
+  jurisdiction: Jurisdiction;
+  rateLimitPerMinute: number | null;
+  rateLimitBurst: number | null;
+  ipAllowlist: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Resolved from the bearer key on every request, never from anything the client says. */
+export interface Principal {
+  keyId: string;
+  role: Role;
+  lender: LenderAccount;
+  /** An operator's limit for this one key (D8), above the lender's and the plan's. */
+  keyRateLimit: { perMinute: number; burst: number } | null;
+}

@@ -1,0 +1,351 @@
+import type { operations } from '../../generated/api.ts';
+import type { RiskTape200 } from '../../generated/tape.ts';
+import type { Config } from '../platform/config.ts';
+import { sha256Hex } from '../platform/crypto.ts';
+import { DomainError } from '../platform/domain-error.ts';
+import { newId, randomBase62 } from '../platform/ids.ts';
+import type { JobHandlers } from '../platform/jobs/job-queue.ts';
+import type { Principal } from '../platform/principal.ts';
+import { isSyntheticCreator, type PlatformIncome } from '../tape/index.ts';
+import type { LifecycleJobPayloads } from './lifecycle-jobs.ts';
+import { sandboxIncome, sandboxSteps, stepDelayMs } from './sandbox.ts';
+import { scoreVerification, type ScoringProfile } from './scoring.ts';
+import { findTransition, IllegalTransition, type FailureReason, type Transition, type VerificationStatus } from './state-machine.ts';
+import { transitionEvent } from './verification-events.ts';
+import type { VerificationRecord, VerificationResource, VerificationsRepository, VerificationStore } from './verifications-repository.ts';
+
+export type { ScoringProfile } from './scoring.ts';
+
+export const CONSENT_SESSION_MS = 7 * 24 * 60 * 60 * 1000;
+export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
+
+export type CreateVerificationRequest = operations['createVerification']['requestBody']['content']['application/json'];
+export type Platform = VerificationRecord['creatorPlatforms'][number];
+
+/** What collecting a consented verification's income gave: income per requested platform, or the failure. */
+export type CollectionOutcome =
+  | { kind: 'collected'; platforms: PlatformIncome[] }
+  | { kind: 'failed'; reason: Extract<FailureReason, 'platform_error' | 'consent_revoked'>; platform: Platform };
+
+/** Where a consented verification's income comes from: the providers in production, synthetic data in the sandbox. */
+export interface IncomeSource {
+  collect(verification: VerificationRecord, now: Date): Promise<CollectionOutcome>;
+}
+
+export interface LifecycleDeps {
+  verifications: VerificationsRepository;
+  config: Pick<Config, 'mode' | 'publicBaseUrl' | 'sandboxCompleteDelayMs' | 'processingWindowMs'>;
+  now: () => Date;
+  /** Read before a unit of work opens: SQLite has one writer connection. */
+  scoringProfileOf: (lenderId: string) => Promise<ScoringProfile>;
+  incomeSource: IncomeSource;
+}
+
+/** Stable across key order and whitespace, so a retried request is recognised as the same payload. */
+export function requestFingerprint(body: unknown): string {
+  const canonical = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(canonical)
+      : value !== null && typeof value === 'object'
+        ? Object.fromEntries(
+            Object.keys(value)
+              .sort()
+              .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+          )
+        : value;
+  return sha256Hex(JSON.stringify(canonical(body)));
+}
+
+/** A verification locked in a unit of work, with the moves a command may make on it. */
+interface LockedVerification {
+  record: VerificationRecord;
+  store: VerificationStore;
+  /** One row of the state table, with its transition record, tape and event. */
+  move(trigger: Transition['trigger'], change?: { reason?: FailureReason; tape?: RiskTape200; at?: Date }): Promise<void>;
+}
+
+/**
+ * The one owner of a verification's lifecycle: every state change goes through these commands, the
+ * tape is scored here, and what a change triggers (transition record, event, jobs) commits with it.
+ * Other features (consent, the HTTP handlers, and the coming overlays and erasure) call this facade
+ * and never the repository's unit of work.
+ */
+export class VerificationLifecycle {
+  constructor(private readonly deps: LifecycleDeps) {}
+
+  // Queries: every lender-facing read takes the lender id (tenant isolation).
+
+  findForLender(lenderId: string, verificationId: string): Promise<VerificationResource | null> {
+    return this.deps.verifications.findForLender(lenderId, verificationId);
+  }
+
+  findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
+    return this.deps.verifications.findTapeForLender(lenderId, verificationId);
+  }
+
+  /** The verification a consent link opens, by the hash of its token (the token is never stored). */
+  findByConsentTokenHash(tokenHash: string): Promise<{ record: VerificationRecord; connections: Map<string, string> } | null> {
+    return this.deps.verifications.findByConsentTokenHash(tokenHash);
+  }
+
+  // Commands.
+
+  /**
+   * POST /verifications (4.1): creates exactly one verification per lender and Idempotency-Key.
+   * The key claim, the verification, its first transition, jobs and event, and the stored answer all
+   * commit in one unit of work, so concurrent requests with one key create one verification.
+   */
+  async create(principal: Principal, idempotencyKey: string, request: CreateVerificationRequest): Promise<{ body: VerificationResource; replayed: boolean }> {
+    const fingerprint = requestFingerprint(request);
+    const now = this.deps.now();
+    const profile = await this.deps.scoringProfileOf(principal.lender.id);
+    const key = idempotencyKey.toLowerCase();
+    return this.deps.verifications.transaction(async (store) => {
+      const previous = await store.claimIdempotencyKey(
+        principal.lender.id,
+        key,
+        fingerprint,
+        now.toISOString(),
+        new Date(now.getTime() + IDEMPOTENCY_KEY_LIFETIME_MS).toISOString(),
+      );
+      if (previous) {
+        if (previous.requestFingerprint !== fingerprint) {
+          throw new DomainError('conflict', `Idempotency-Key ${idempotencyKey} was already used with a different payload.`);
+        }
+        // Stored by the creation below from a VerificationResource (D1: a replay answers the original body).
+        return { body: previous.responseBody as VerificationResource, replayed: true };
+      }
+      const resource = await this.insertNew(store, principal, request, profile, now);
+      await store.storeIdempotentResponse(principal.lender.id, key, 201, resource, resource.verification_id);
+      return { body: resource, replayed: false };
+    });
+  }
+
+  /** The creator gave consent: `processing`, with the collection and its window (D18) scheduled. False when the link is no longer open. */
+  async recordConsent(verificationId: string): Promise<boolean> {
+    const now = this.deps.now();
+    return this.onLocked(
+      verificationId,
+      (v) => v.status === 'pending_consent',
+      async ({ record, store, move }) => {
+        await move('consent_completed');
+        await store.schedule('verification.collect_income', record.id, now, { lenderId: record.lenderId }, now);
+        await store.schedule('verification.processing_window', record.id, new Date(now.getTime() + this.deps.config.processingWindowMs), {}, now);
+      },
+      now,
+    );
+  }
+
+  /**
+   * The income of a `processing` verification arrived (or its collection failed): the tape is
+   * scored and the verification completes, or it fails with the reason. A result that arrives after
+   * the processing window closed does not make a late tape (D18).
+   */
+  async recordCollection(verificationId: string, outcome: CollectionOutcome, collectedAt: Date): Promise<void> {
+    const verification = await this.deps.verifications.find(verificationId);
+    if (verification) await this.record(verification, outcome, collectedAt);
+  }
+
+  /** Job: fetch the income of a consented verification (outside any unit of work: providers can be slow), then record it. */
+  async collectIncome(verificationId: string, now: Date): Promise<void> {
+    const verification = await this.deps.verifications.find(verificationId);
+    if (!verification || verification.status !== 'processing') return;
+    await this.record(verification, await this.deps.incomeSource.collect(verification, now), now);
+  }
+
+  /** Job: the 7-day consent session ended (section 3). No-op unless the verification still waits for consent. */
+  async expire(verificationId: string, now: Date): Promise<void> {
+    await this.onLocked(
+      verificationId,
+      (v) => v.status === 'pending_consent' && new Date(v.expiresAt) <= now,
+      ({ move }) => move('consent_expired'),
+      now,
+    );
+  }
+
+  /** Job: D18, the processing window ended; a verification still processing fails with `timeout`. */
+  async enforceProcessingWindow(verificationId: string, now: Date): Promise<void> {
+    await this.onLocked(
+      verificationId,
+      (v) => v.status === 'processing',
+      ({ move }) => move('collection_failed', { reason: 'timeout' }),
+      now,
+    );
+  }
+
+  /** Job: one step of a `test-` scenario (D11); schedules the next. Steps that no longer apply are skipped. */
+  async runSandboxStep(verificationId: string, lenderId: string, stepIndex: number, now: Date): Promise<void> {
+    const profile = await this.deps.scoringProfileOf(lenderId);
+    const stepOf = (v: VerificationRecord) => sandboxSteps(v.obligorReference)?.[stepIndex];
+    await this.onLocked(
+      verificationId,
+      (v) => {
+        const step = stepOf(v);
+        return step !== undefined && findTransition(v.status, step.trigger) !== undefined;
+      },
+      async ({ record, store, move }) => {
+        const steps = sandboxSteps(record.obligorReference)!;
+        const step = steps[stepIndex]!;
+        // The simulated creator connects every platform at consent; a failure marks them as the reason says.
+        const connectionStatus =
+          step.trigger === 'consent_completed' ? 'connected' : step.reason === 'platform_error' ? 'error' : step.reason === 'consent_revoked' ? 'revoked' : null;
+        if (connectionStatus) {
+          await store.setConnections(
+            record.id,
+            record.creatorPlatforms.map((platform) => ({ platform, status: connectionStatus })),
+            now.toISOString(),
+          );
+        }
+        const tape = step.trigger === 'tape_computed' ? scoreVerification(record, sandboxIncome(record, now), profile, now) : undefined;
+        await move(step.trigger, { reason: step.reason, tape });
+        const next = steps[stepIndex + 1];
+        if (next) {
+          // Timed from creation, so steps missed while the service was down all run as soon as it is back.
+          const runAt = new Date(new Date(record.createdAt).getTime() + stepDelayMs(next, this.deps.config.sandboxCompleteDelayMs));
+          await store.schedule('verification.sandbox_step', record.id, runAt, { step: stepIndex + 1, lenderId: record.lenderId }, now);
+        }
+      },
+      now,
+    );
+  }
+
+  /** The handlers of the lifecycle's job kinds, for the job runner. */
+  jobHandlers(): JobHandlers<LifecycleJobPayloads> {
+    return {
+      'verification.expire_consent': (job, now) => this.expire(job.subjectId, now),
+      'verification.sandbox_step': (job, now) => this.runSandboxStep(job.subjectId, job.payload.lenderId, job.payload.step, now),
+      'verification.collect_income': (job, now) => this.collectIncome(job.subjectId, now),
+      'verification.processing_window': (job, now) => this.enforceProcessingWindow(job.subjectId, now),
+    };
+  }
+
+  // The routine every command shares.
+
+  /**
+   * Locks the verification in a unit of work; stops (returning false) unless `actsOn` accepts its
+   * current state; otherwise runs `work`, whose moves and jobs commit together. A move the state
+   * table does not allow throws IllegalTransition and the whole unit rolls back.
+   */
+  private async onLocked(
+    verificationId: string,
+    actsOn: (verification: VerificationRecord) => boolean,
+    work: (locked: LockedVerification) => Promise<void>,
+    at: Date = this.deps.now(),
+  ): Promise<boolean> {
+    return this.deps.verifications.transaction(async (store) => {
+      const record = await store.lock(verificationId);
+      if (!record || !actsOn(record)) return false;
+      await work({
+        record,
+        store,
+        move: async (trigger, change = {}) => {
+          await moveVerification(store, record, trigger, { at, ...change });
+        },
+      });
+      return true;
+    });
+  }
+
+  private async insertNew(store: VerificationStore, principal: Principal, request: CreateVerificationRequest, profile: ScoringProfile, now: Date): Promise<VerificationResource> {
+    const consentToken = randomBase62(43);
+    const record: VerificationRecord = {
+      id: newId('vrf'),
+      lenderId: principal.lender.id,
+      obligorReference: request.obligor_reference,
+      creatorPlatforms: request.creator_platforms,
+      lenderName: request.lender_name ?? principal.lender.name,
+      productType: request.product_type ?? 'rbf',
+      declaredMonthlyObligationsEur: request.declared_monthly_obligations_eur ?? null,
+      status: 'pending_consent',
+      failureReason: null,
+      // The URL carries an unguessable token, never the verification id; only its hash is stored.
+      consentUrl: `${this.deps.config.publicBaseUrl}/consent/${consentToken}`,
+      expiresAt: new Date(now.getTime() + CONSENT_SESSION_MS).toISOString(),
+      createdAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+      completedAt: null,
+      tapeSchemaVersion: null,
+    };
+    const sandbox = this.deps.config.mode === 'sandbox';
+    const insertAs = (status: VerificationStatus, connections: 'connected' | 'not_connected') =>
+      store.insert(
+        { ...record, status, consentTokenHash: sha256Hex(consentToken) },
+        record.creatorPlatforms.map((platform) => ({ platform, status: connections })),
+      );
+
+    if (sandbox && isSyntheticCreator(record.obligorReference)) {
+      // Section 3: a synthetic creator completes at creation, with its tape and its event.
+      const tape = scoreVerification(record, sandboxIncome(record, now), profile, now);
+      await insertAs('completed', 'connected');
+      await moveVerification(store, null, 'created_synthetic', { at: now, tape, subject: record });
+    } else {
+      await insertAs('pending_consent', 'not_connected');
+      await moveVerification(store, null, 'created', { at: now, subject: record });
+      const steps = sandbox ? sandboxSteps(record.obligorReference) : null;
+      if (steps) {
+        const runAt = new Date(now.getTime() + stepDelayMs(steps[0]!, this.deps.config.sandboxCompleteDelayMs));
+        await store.schedule('verification.sandbox_step', record.id, runAt, { step: 0, lenderId: record.lenderId }, now);
+      }
+      await store.schedule('verification.expire_consent', record.id, new Date(record.expiresAt), {}, now);
+    }
+    return store.resource((await store.lock(record.id))!);
+  }
+
+  private async record(verification: VerificationRecord, outcome: CollectionOutcome, collectedAt: Date): Promise<void> {
+    const profile = await this.deps.scoringProfileOf(verification.lenderId);
+    await this.onLocked(
+      verification.id,
+      (v) => v.status === 'processing',
+      async ({ record, store, move }) => {
+        if (this.deps.now().getTime() >= new Date(record.updatedAt).getTime() + this.deps.config.processingWindowMs) {
+          return move('collection_failed', { reason: 'timeout', at: this.deps.now() });
+        }
+        if (outcome.kind === 'failed') {
+          const status = outcome.reason === 'consent_revoked' ? 'revoked' : 'error';
+          await store.setConnections(record.id, [{ platform: outcome.platform, status }], collectedAt.toISOString());
+          return move('collection_failed', { reason: outcome.reason });
+        }
+        await store.saveIncome(
+          record.id,
+          outcome.platforms.flatMap((p) =>
+            p.months.map((m) => ({ platform: p.platform, month: m.month, sourceCurrency: m.sourceCurrency, sourceAmount: m.sourceAmount, amountEur: m.amountEur })),
+          ),
+        );
+        await move('tape_computed', { tape: scoreVerification(record, outcome.platforms, profile, collectedAt) });
+      },
+      collectedAt,
+    );
+  }
+}
+
+/**
+ * Moves a verification along one row of the state table, with everything the move triggers (the
+ * transition record, the tape, the event) in the store's unit of work. A move the table does not
+ * allow throws IllegalTransition and the unit rolls back. Only the lifecycle calls it; it is
+ * exported for the test that proves an illegal move changes nothing.
+ */
+export async function moveVerification(
+  store: VerificationStore,
+  verification: Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference' | 'status'> | null,
+  trigger: Transition['trigger'],
+  change: { at: Date; reason?: FailureReason; tape?: RiskTape200; subject?: Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference'> },
+): Promise<Transition> {
+  const transition = findTransition(verification?.status ?? null, trigger);
+  if (!transition) throw new IllegalTransition(verification?.status ?? null, trigger);
+  const subject = verification ?? change.subject!;
+  const at = change.at.toISOString();
+  if (change.tape) await store.saveTape(subject.id, change.tape, at);
+  await store.applyStatus(subject.id, transition, { at, reason: change.reason ?? null, tapeSchemaVersion: change.tape?.schema_version });
+  if (transition.emits) {
+    const eventId = newId('evt');
+    await store.recordEvent({
+      id: eventId,
+      lenderId: subject.lenderId,
+      verificationId: subject.id,
+      name: transition.emits,
+      body: transitionEvent(transition.emits, eventId, { verificationId: subject.id, obligorReference: subject.obligorReference }, at, change.reason),
+      occurredAt: at,
+    });
+  }
+  return transition;
+}

@@ -8,6 +8,32 @@ import prettier from 'eslint-config-prettier';
 import { defineConfig, globalIgnores } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
+// The architecture as rules (docs/architecture.md). Each entry is one boundary; `restrictImports`
+// combines the boundaries that apply to a group of files, since a later ESLint config object
+// replaces an earlier one's options for the same rule rather than adding to them.
+const FEATURES = ['accounts', 'admin', 'consent', 'tape', 'verifications', 'webhooks'];
+const BOUNDARIES = {
+  noFeatures: {
+    group: FEATURES.map((feature) => `**/${feature}/**`),
+    message: 'platform/ is shared plumbing and imports no feature folder; take what it needs as a parameter or move the type into platform/.',
+  },
+  noKnex: {
+    group: ['knex'],
+    message: 'Only repositories (*-repository.ts), platform/db and the job queue touch Knex; take a UnitOfWork or call a repository.',
+  },
+  noExpress: {
+    group: ['express', 'express-*', '**/platform/http/**'],
+    message: 'Domain code knows nothing of HTTP: throw a DomainError (platform/domain-error.ts); the http/ adapters and platform/http map it.',
+  },
+  noComputeTape: {
+    group: ['**/tape/index.ts', '**/tape/compute-tape.ts'],
+    importNames: ['computeTape'],
+    message: 'A verification\'s tape is computed in one place: scoreVerification in src/verifications/scoring.ts.',
+  },
+};
+const restrictImports = (...boundaries) => ({ 'no-restricted-imports': ['error', { patterns: boundaries.map((name) => BOUNDARIES[name]) }] });
+const PRODUCTION_TS = { ignores: ['**/*.test.ts'] };
+
 export default defineConfig(
   // generated/ is written by `npm run generate` from spec/; neither is hand-written TypeScript.
   globalIgnores(['generated/', 'spec/', 'coverage/', 'data/', '.tmp/']),
@@ -89,6 +115,19 @@ export default defineConfig(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
+
+  // Boundaries between src/ folders (production code only; tests may reach anywhere to set up).
+  { ...PRODUCTION_TS, files: ['src/**/*.ts'], rules: restrictImports('noKnex', 'noComputeTape') },
+  { ...PRODUCTION_TS, files: ['src/platform/**/*.ts'], rules: restrictImports('noFeatures', 'noKnex', 'noComputeTape') },
+  { ...PRODUCTION_TS, files: ['src/platform/db/**/*.ts', 'src/platform/jobs/job-queue.ts'], rules: restrictImports('noFeatures', 'noComputeTape') },
+  {
+    ...PRODUCTION_TS,
+    files: FEATURES.map((feature) => `src/${feature}/**/*.ts`),
+    ignores: [...PRODUCTION_TS.ignores, 'src/*/http/**', 'src/*/*-repository.ts', 'src/tape/**', 'src/verifications/scoring.ts'],
+    rules: restrictImports('noKnex', 'noExpress', 'noComputeTape'),
+  },
+  { ...PRODUCTION_TS, files: ['src/*/*-repository.ts'], rules: restrictImports('noExpress', 'noComputeTape') },
+  { ...PRODUCTION_TS, files: ['src/tape/**/*.ts', 'src/verifications/scoring.ts'], rules: restrictImports('noKnex', 'noExpress') },
 
   prettier,
 );

@@ -29,7 +29,7 @@ const toLender = (row: LenderRow): LenderAccount => ({
   jurisdiction: row.jurisdiction as Jurisdiction,
   rateLimitPerMinute: row.rate_limit_per_minute,
   rateLimitBurst: row.rate_limit_burst,
-  ipAllowlist: JSON.parse(row.ip_allowlist),
+  ipAllowlist: JSON.parse(row.ip_allowlist) as string[],
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });
@@ -142,7 +142,8 @@ export class AccountsRepository {
   async findPrincipalByKeyHash(keyHash: string): Promise<Principal | null> {
     // Hand-written SQL: this runs on every request, and building it with the query builder cost
     // more CPU than the query itself.
-    const result = await this.reader.raw(
+    type Row = LenderRow & { key_id: string; key_role: string; key_per_minute: number | null; key_burst: number | null };
+    const result = await this.reader.raw<Row[] | { rows: Row[] }>(
       `select k.id as key_id, k.role as key_role, k.rate_limit_per_minute as key_per_minute, k.rate_limit_burst as key_burst, l.*
        from api_keys k join lender_accounts l on l.id = k.lender_id
        where k.key_hash = ? and k.revoked_at is null limit 1`,
@@ -150,12 +151,7 @@ export class AccountsRepository {
     );
     const row = (Array.isArray(result) ? result : result.rows)[0];
     if (!row) return null;
-    const { key_id, key_role, key_per_minute, key_burst, ...lender } = row as LenderRow & {
-      key_id: string;
-      key_role: string;
-      key_per_minute: number | null;
-      key_burst: number | null;
-    };
+    const { key_id, key_role, key_per_minute, key_burst, ...lender } = row;
     return {
       keyId: key_id,
       role: key_role as Role,
@@ -165,8 +161,8 @@ export class AccountsRepository {
   }
 
   async readSetting(name: string): Promise<string | null> {
-    const row = await this.knex('service_settings').where({ name }).first('value');
-    return row ? (row as { value: string }).value : null;
+    const row = await this.knex<{ name: string; value: string }>('service_settings').where({ name }).first('value');
+    return row ? row.value : null;
   }
 
   /** Stores the value unless one exists, then returns whichever won: safe when processes race. */

@@ -31,10 +31,10 @@ for (const factory of testDatabases()) {
       const start = await request(service.app).post(`${path}/connect/${platform}`);
       assert.equal(start.status, 303);
       assert.equal(start.headers.location, `${path}/sandbox/${platform}`);
-      const page = await request(service.app).get(start.headers.location!);
+      const page = await request(service.app).get(start.headers.location);
       assert.equal(page.status, 200);
       assert.match(page.text, /sandbox simulation/);
-      return request(service.app).post(start.headers.location!).type('form').send({ decision: 'allow' });
+      return request(service.app).post(start.headers.location).type('form').send({ decision: 'allow' });
     };
 
     before(async () => {

@@ -168,7 +168,8 @@ export function stripeProvider(settings: NonNullable<ProviderSettings['stripe']>
       } catch (error) {
         throw fromOAuthError(error);
       }
-      const accountId = String(tokens.stripe_user_id ?? '');
+      // Stripe Connect's token response names the connected account (a string such as acct_...).
+      const accountId = typeof tokens.stripe_user_id === 'string' ? tokens.stripe_user_id : '';
       let email: string | null = null;
       try {
         email = (await stripe.accounts.retrieve(accountId)).email ?? null;

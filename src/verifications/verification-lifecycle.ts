@@ -61,7 +61,7 @@ interface LockedVerification {
   record: VerificationRecord;
   store: VerificationStore;
   /** One row of the state table, with its transition record, tape and event. */
-  move(trigger: Transition['trigger'], change?: { reason?: FailureReason; tape?: RiskTape200; at?: Date }): Promise<void>;
+  move: (trigger: Transition['trigger'], change?: { reason?: FailureReason; tape?: RiskTape200; at?: Date }) => Promise<void>;
 }
 
 /**

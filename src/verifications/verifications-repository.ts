@@ -81,7 +81,7 @@ const toRecord = (row: VerificationRow): VerificationRecord => ({
   id: row.id,
   lenderId: row.lender_id,
   obligorReference: row.obligor_reference,
-  creatorPlatforms: JSON.parse(row.creator_platforms),
+  creatorPlatforms: JSON.parse(row.creator_platforms) as Platform[],
   lenderName: row.lender_name,
   productType: row.product_type as VerificationRecord['productType'],
   declaredMonthlyObligationsEur: row.declared_monthly_obligations_eur === null ? null : Number(row.declared_monthly_obligations_eur),

@@ -289,7 +289,12 @@ export class WebhooksRepository {
     if (startingAfter) {
       const cursor = await this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId, id: startingAfter }).first('created_at', 'id');
       if (!cursor) return { deliveries: [], hasMore: false };
-      query = query.andWhere((q) => q.where('created_at', '<', cursor.created_at).orWhere((q2) => q2.where('created_at', cursor.created_at).andWhere('id', '<', cursor.id)));
+      // Knex builders are thenables; these callbacks only add clauses, so nothing is awaited.
+      query = query.andWhere((q) => {
+        void q.where('created_at', '<', cursor.created_at).orWhere((q2) => {
+          void q2.where('created_at', cursor.created_at).andWhere('id', '<', cursor.id);
+        });
+      });
     }
     const rows = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1);
     const page = rows.slice(0, limit);

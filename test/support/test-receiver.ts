@@ -68,6 +68,11 @@ export class TestReceiver {
     this.scripts.set(path, script);
   }
 
+  /** Drops what is left of the script for `path`: from now on it answers 200. */
+  clearScript(path: string): void {
+    this.scripts.delete(path);
+  }
+
   to(path: string): ReceivedDelivery[] {
     return this.received.filter((r) => r.path === path);
   }

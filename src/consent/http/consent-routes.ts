@@ -33,7 +33,7 @@ const PLATFORM_NAMES: Record<string, Platform> = { youtube: 'youtube', stripe: '
 export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBaseUrl: string }): Router {
   const router = express.Router({ strict: true, caseSensitive: true });
   // Browsers apply form-action to the redirect after a form post, so the providers' sign-in pages are allowed too.
-  const formTargets = ["'self'", ...Object.values(deps.providers).map((p) => p!.authorizationOrigin)].join(' ');
+  const formTargets = ["'self'", ...Object.values(deps.providers).map((p) => p.authorizationOrigin)].join(' ');
   const html = (res: Response, status: number, page: string) => secure(res, formTargets).status(status).type('html').send(page);
   router.use(express.urlencoded({ extended: false, limit: '4kb' }));
 
@@ -94,7 +94,7 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
     router.post('/:token/sandbox/:platform', async (req, res) => {
       const platform = PLATFORM_NAMES[req.params.platform];
       if (!platform) return html(res, 404, messagePage('Unknown platform', 'Your lender did not ask for this platform.'));
-      const allow = req.body?.decision === 'allow';
+      const allow = (req.body as { decision?: unknown } | undefined)?.decision === 'allow';
       await decideSandboxConnection(deps, req.params.token, platform, allow);
       return res.redirect(303, `/consent/${req.params.token}${allow ? `?connected=${platform}` : ''}`);
     });
@@ -107,7 +107,8 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
 
   const refusals: ErrorRequestHandler = (error, req, res, next) => {
     if (res.headersSent) return next(error);
-    const back = `/consent/${req.params.token ?? ''}`;
+    const token = typeof req.params.token === 'string' ? req.params.token : '';
+    const back = `/consent/${token}`;
     if (error instanceof ConsentRefused) {
       const status = { already_connected: 422, nothing_connected: 422, provider_refused: 422, closed: 409, unavailable: 503, not_requested: 404 }[error.reason];
       return html(res, status, messagePage('That did not work', error.message, error.reason === 'closed' ? undefined : back));

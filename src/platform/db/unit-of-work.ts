@@ -27,6 +27,7 @@ export async function inUnitOfWork<T>(knex: Knex, work: (unit: UnitOfWork, trx: 
 /** For repositories only: the transaction behind a unit of work. */
 export function transactionOf(unit: UnitOfWork): Knex.Transaction {
   const trx = transactions.get(unit);
-  if (!trx) throw new Error('unit of work is not open');
+  // Work kept past its unit (a callback that outlived it) must not write outside any transaction.
+  if (!trx || trx.isCompleted()) throw new Error('unit of work is not open');
   return trx;
 }

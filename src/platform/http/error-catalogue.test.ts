@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
+import { DomainError, DOMAIN_ERROR_KINDS } from '../domain-error.ts';
+import { createLogger } from '../logger.ts';
 import { ERROR_CATALOGUE } from './error-catalogue.ts';
+import { toApiError } from './error-handler.ts';
 
 // Like Fastify's check that its error codes, docs and types agree: the catalogue in code, the
 // ErrorCode enum of the published spec and the table in docs/errors.md must list the same codes
@@ -43,5 +46,22 @@ describe('error catalogue', () => {
       }
     }
     assert.ok(checked > 50, `only ${checked} error responses checked`);
+  });
+});
+
+describe('domain errors', () => {
+  const logger = createLogger({ level: 'silent' });
+
+  it('map every kind to a catalogue code, so a use case never needs an HTTP status', () => {
+    const mapped = Object.fromEntries(DOMAIN_ERROR_KINDS.map((kind) => [kind, toApiError(new DomainError(kind, 'why'), logger).code]));
+    assert.deepEqual(mapped, { not_found: 'not_found', conflict: 'duplicate_request', invalid: 'validation_error', refused: 'unprocessable' });
+    for (const code of Object.values(mapped)) assert.ok(code in ERROR_CATALOGUE);
+  });
+
+  it('name the field of an invalid input in the message and the details', () => {
+    const error = toApiError(new DomainError('invalid', 'must use https', 'body.url'), logger);
+    assert.equal(error.status, 400);
+    assert.equal(error.message, 'url: must use https');
+    assert.deepEqual(error.options.details, [{ field: 'body.url', issue: 'must use https' }]);
   });
 });

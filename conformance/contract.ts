@@ -24,7 +24,35 @@ const PUBLISHED_DOCUMENTS: Array<{ path: string; contentType: RegExp }> = [
   { path: '/docs', contentType: /^text\/html\b/i },
 ];
 
-type Json = Record<string, any>;
+/** A parsed JSON object; a member is narrowed, or asserted to be the part of the contract it is, where it is read. */
+export type JsonObject = { [key: string]: unknown };
+
+type Method = (typeof METHODS)[number];
+
+export interface ParameterObject {
+  $ref?: string;
+  in: string;
+  name: string;
+  required?: boolean;
+}
+
+export interface OperationObject extends JsonObject {
+  operationId: string;
+  parameters?: ParameterObject[];
+  responses?: Record<string, JsonObject>;
+  security?: unknown;
+}
+
+export type PathItem = { [method in Method]?: OperationObject } & JsonObject;
+
+/** The parts of the bundled OpenAPI document that the suite reads. */
+export interface OpenApiDocument extends JsonObject {
+  openapi: string;
+  info: { version: string };
+  paths?: Record<string, PathItem>;
+  components?: { schemas?: Record<string, JsonObject>; parameters?: Record<string, ParameterObject>; [section: string]: unknown };
+  security?: unknown;
+}
 
 /** What the suite saw on the wire; `text` is the raw body, `json` its parse (undefined if none). */
 export interface ObservedResponse {
@@ -38,7 +66,7 @@ export interface MatchedOperation {
   operationId: string;
   method: string;
   pathTemplate: string;
-  operation: Json;
+  operation: OperationObject;
 }
 
 const JSON_CONTENT_TYPE = /^application\/([a-z0-9.+-]+\+)?json\b/i;
@@ -53,7 +81,7 @@ const escapePointer = (segment: string) => segment.replace(/~/g, '~0').replace(/
 function stripSchemaIdentities(node: unknown): void {
   if (Array.isArray(node)) return node.forEach(stripSchemaIdentities);
   if (node === null || typeof node !== 'object') return;
-  const record = node as Json;
+  const record = node as JsonObject;
   delete record.$id;
   delete record.$schema;
   Object.values(record).forEach(stripSchemaIdentities);
@@ -68,7 +96,7 @@ function templateToRegExp(template: string): RegExp {
 }
 
 /** Header values are strings; integer-typed headers are compared as numbers. */
-function headerValue(raw: string, schema: Json | undefined): unknown {
+function headerValue(raw: string, schema: JsonObject | undefined): unknown {
   const type = schema?.type;
   if ((type === 'integer' || type === 'number') && /^-?\d+(\.\d+)?$/.test(raw.trim())) return Number(raw);
   return raw;
@@ -80,12 +108,12 @@ function describeResponse(method: string, url: string, response: ObservedRespons
 }
 
 export class Contract {
-  readonly document: Json;
+  readonly document: OpenApiDocument;
   private readonly ajv: Ajv2020;
   private readonly routes: Array<MatchedOperation & { regex: RegExp; literalLength: number }>;
   private readonly validators = new Map<string, ValidateFunction>();
 
-  constructor(document: Json) {
+  constructor(document: OpenApiDocument) {
     this.document = document;
     this.ajv = new Ajv2020({ strict: false, allErrors: true });
     addFormats.default(this.ajv);
@@ -95,15 +123,21 @@ export class Contract {
     stripSchemaIdentities(forAjv.components);
     this.ajv.addSchema(forAjv, SELF);
 
-    this.routes = Object.entries<Json>(document.paths ?? {}).flatMap(([pathTemplate, item]) =>
-      METHODS.filter((method) => item[method]).map((method) => ({
-        operationId: item[method].operationId as string,
-        method,
-        pathTemplate,
-        operation: item[method] as Json,
-        regex: templateToRegExp(pathTemplate),
-        literalLength: pathTemplate.replace(/\{[^}]+\}/g, '').length,
-      })),
+    this.routes = Object.entries(document.paths ?? {}).flatMap(([pathTemplate, item]) =>
+      METHODS.flatMap((method) => {
+        const operation = item[method];
+        if (!operation) return [];
+        return [
+          {
+            operationId: operation.operationId,
+            method,
+            pathTemplate,
+            operation,
+            regex: templateToRegExp(pathTemplate),
+            literalLength: pathTemplate.replace(/\{[^}]+\}/g, '').length,
+          },
+        ];
+      }),
     );
     // A literal segment beats a template parameter, as in every router.
     this.routes.sort((a, b) => b.literalLength - a.literalLength);
@@ -115,7 +149,7 @@ export class Contract {
   }
 
   /** Follows `$ref`s inside the document, returning the target and its JSON pointer. */
-  resolve(node: Json, pointer: string): { node: Json; pointer: string } {
+  resolve(node: JsonObject, pointer: string): { node: JsonObject; pointer: string } {
     let current = node;
     let at = pointer;
     for (let hops = 0; typeof current?.$ref === 'string'; hops += 1) {
@@ -126,7 +160,7 @@ export class Contract {
       current = at
         .split('/')
         .slice(1)
-        .reduce<any>((parent, segment) => parent?.[segment.replace(/~1/g, '/').replace(/~0/g, '~')], this.document);
+        .reduce<unknown>((parent, segment) => (parent as JsonObject | undefined)?.[segment.replace(/~1/g, '/').replace(/~0/g, '~')], this.document) as JsonObject;
       assert.ok(current !== undefined, `unresolvable $ref ${ref}`);
     }
     return { node: current, pointer: at };
@@ -187,13 +221,13 @@ export class Contract {
       assert.ok(name, `${context}\n  no operation matches ${method.toUpperCase()} ${pathname}; expected ${Object.keys(allowed).join(' or ')}`);
       responsePointer = `/components/responses/${name}`;
       const expectedCode = name === 'NotFound' ? 'not_found' : 'unauthorized';
-      assert.equal((response.json as Json | undefined)?.error, expectedCode, `${context}\n  unknown route must answer ${expectedCode}`);
+      assert.equal((response.json as JsonObject | undefined)?.error, expectedCode, `${context}\n  unknown route must answer ${expectedCode}`);
     }
 
     const { node: documented, pointer } = this.resolve({ $ref: `#${responsePointer}` }, responsePointer);
     this.assertHeaders(documented, pointer, response, context, underApi);
 
-    const media = documented.content as Json | undefined;
+    const media = documented.content as JsonObject | undefined;
     if (!media || Object.keys(media).length === 0) {
       assert.equal(response.text, '', `${context}\n  the contract documents no body for this response`);
       return;
@@ -205,8 +239,8 @@ export class Contract {
     this.assertSchema(`${pointer}/content/${escapePointer(mediaType)}/schema`, response.json, context);
   }
 
-  private assertHeaders(documented: Json, pointer: string, response: ObservedResponse, context: string, underApi: boolean): void {
-    for (const [name, declared] of Object.entries<Json>(documented.headers ?? {})) {
+  private assertHeaders(documented: JsonObject, pointer: string, response: ObservedResponse, context: string, underApi: boolean): void {
+    for (const [name, declared] of Object.entries((documented.headers ?? {}) as Record<string, JsonObject>)) {
       const lower = name.toLowerCase();
       const { node: header, pointer: headerPointer } = this.resolve(declared, `${pointer}/headers/${escapePointer(name)}`);
       // The probes share the error responses of the API but are not rate limited (D8 covers /api/v1).
@@ -216,7 +250,7 @@ export class Contract {
         assert.ok(!header.required, `${context}\n  missing required header ${name}`);
         continue;
       }
-      if (header.schema) this.assertSchema(`${headerPointer}/schema`, headerValue(raw, header.schema), `${context}\n  header ${name}: ${raw}`);
+      if (header.schema) this.assertSchema(`${headerPointer}/schema`, headerValue(raw, header.schema as JsonObject), `${context}\n  header ${name}: ${raw}`);
     }
   }
 
@@ -234,7 +268,7 @@ export function loadContract(): Promise<Contract> {
     const result = await bundle({ ref: SPEC_PATH, config: await createConfig({}) });
     const errors = result.problems.filter((problem) => problem.severity === 'error');
     assert.equal(errors.length, 0, `spec/openapi.yaml does not bundle: ${errors.map((p) => p.message).join('; ')}`);
-    return new Contract(result.bundle.parsed as Json);
+    return new Contract(result.bundle.parsed as OpenApiDocument);
   })();
   return loaded;
 }

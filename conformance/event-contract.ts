@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import YAML from 'yaml';
-import { loadContract } from './contract.ts';
+import { loadContract, type JsonObject } from './contract.ts';
 import { verifySignature, type ReceivedRequest } from './webhook-receiver.ts';
 
 /**
@@ -25,7 +25,21 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 export const SENT_SIGNATURE = /^sha256=[0-9a-f]{64}$/;
 const JSON_CONTENT_TYPE = /^application\/json\b/i;
 
-type Json = Record<string, any>;
+/** A signed example of an AsyncAPI message: its headers, and its payload as a `$ref` to an example of the event schema. */
+export interface MessageExample {
+  headers: Record<string, string>;
+  payload: { $ref: string };
+}
+
+/** The parts of spec/asyncapi.yaml that the suite reads. */
+export interface AsyncApiDocument extends JsonObject {
+  components?: { messages?: Record<string, AsyncApiMessage>; [section: string]: unknown };
+}
+
+export interface AsyncApiMessage extends JsonObject {
+  name?: string;
+  examples?: MessageExample[];
+}
 
 export interface EventPayload {
   event: string;
@@ -81,14 +95,14 @@ export function movesAlong(rows: TransitionRow[], states: readonly string[]): Tr
 function absoluteRefs(node: unknown): void {
   if (Array.isArray(node)) return node.forEach(absoluteRefs);
   if (node === null || typeof node !== 'object') return;
-  const record = node as Json;
+  const record = node as JsonObject;
   if (typeof record.$ref === 'string' && record.$ref.startsWith('./schemas/')) record.$ref = SCHEMA_BASE + record.$ref.slice('./schemas/'.length);
   Object.values(record).forEach(absoluteRefs);
 }
 
 export class EventContract {
   readonly eventNames: readonly string[];
-  readonly asyncapi: Json;
+  readonly asyncapi: AsyncApiDocument;
   private readonly ajv: Ajv2020;
   private readonly validators = new Map<string, ValidateFunction>();
 
@@ -97,16 +111,16 @@ export class EventContract {
     addFormats.default(this.ajv);
     for (const folder of ['tape', 'events']) {
       for (const file of readdirSync(`${SCHEMAS_DIR}${folder}`).filter((name) => name.endsWith('.json'))) {
-        this.ajv.addSchema(JSON.parse(readFileSync(`${SCHEMAS_DIR}${folder}/${file}`, 'utf8')) as Json);
+        this.ajv.addSchema(JSON.parse(readFileSync(`${SCHEMAS_DIR}${folder}/${file}`, 'utf8')) as JsonObject);
       }
     }
-    this.asyncapi = YAML.parse(readFileSync(ASYNCAPI_PATH, 'utf8')) as Json;
+    this.asyncapi = YAML.parse(readFileSync(ASYNCAPI_PATH, 'utf8')) as AsyncApiDocument;
     // Only the components: the document's own keywords (`id`, `info`, ...) are not JSON Schema.
     const forAjv = { components: structuredClone(this.asyncapi.components ?? {}) };
     absoluteRefs(forAjv);
     this.ajv.addSchema(forAjv, ASYNCAPI_ID);
-    const common = JSON.parse(readFileSync(`${SCHEMAS_DIR}events/common.json`, 'utf8')) as Json;
-    this.eventNames = common.$defs.EventName.enum as string[];
+    const common = JSON.parse(readFileSync(`${SCHEMAS_DIR}events/common.json`, 'utf8')) as { $defs: { EventName: { enum: string[] } } };
+    this.eventNames = common.$defs.EventName.enum;
   }
 
   private static loaded: EventContract | undefined;
@@ -117,13 +131,13 @@ export class EventContract {
   }
 
   /** spec/schemas/events/<event>.json as written. */
-  eventSchema(event: string): Json {
-    return JSON.parse(readFileSync(`${SCHEMAS_DIR}events/${event}.json`, 'utf8')) as Json;
+  eventSchema(event: string): JsonObject {
+    return JSON.parse(readFileSync(`${SCHEMAS_DIR}events/${event}.json`, 'utf8')) as JsonObject;
   }
 
   /** The AsyncAPI message whose `name` is `event`. */
   messageKey(event: string): string {
-    const entry = Object.entries<Json>(this.asyncapi.components?.messages ?? {}).find(([, message]) => message.name === event);
+    const entry = Object.entries(this.asyncapi.components?.messages ?? {}).find(([, message]) => message.name === event);
     assert.ok(entry, `spec/asyncapi.yaml has no message named ${event}`);
     return entry[0];
   }

@@ -483,8 +483,8 @@ class SelfStartedService implements TargetDefinition {
     const output = new OutputTail();
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
-    child.stdout!.on('data', (chunk) => output.append(chunk));
-    child.stderr!.on('data', (chunk) => output.append(chunk));
+    child.stdout.on('data', (chunk: Buffer) => output.append(chunk));
+    child.stderr.on('data', (chunk: Buffer) => output.append(chunk));
     let exited: string | undefined;
     child.once('exit', (code, signal) => {
       exited = `exited with ${signal ?? `code ${code}`}`;
@@ -715,7 +715,7 @@ export function requireKey(context: Mocha.Context, target: Target, name: KeyName
     context.test!.title += ` (skipped: set ${variable} to run it)`;
     context.skip();
   }
-  return key!;
+  return key;
 }
 
 /** Skips the running test, with the reason, on a production deployment: synthetic creators and `test-` triggers are sandbox only (D10). */

@@ -177,7 +177,7 @@ forEachTarget((target) => {
       const body = realCreator();
       const first = await createVerification(target, body, { idempotencyKey: key });
       assertCreated(first);
-      const secondKey = await target.operator!.createKey(target.lenderId!, 'lender');
+      const secondKey = await target.operator.createKey(target.lenderId, 'lender');
       assertReplayOf(await createVerification(target, body, { idempotencyKey: key, apiKey: secondKey.api_key }), first);
     });
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { loadContract } from './contract.ts';
+import { loadContract, type OpenApiDocument, type OperationObject } from './contract.ts';
 import { forEachTarget } from './harness.ts';
 
 /** Happy paths available at this stage: the probes, the published contract and its docs page. */
@@ -21,26 +21,26 @@ forEachTarget((target) => {
     it('GET /openapi.json serves the contract of spec/openapi.yaml', async () => {
       const response = await target.api.get('/openapi.json', { key: null });
       assert.equal(response.status, 200);
-      const served = response.json as Record<string, any>;
+      const served = response.json as OpenApiDocument;
       const { document } = await loadContract();
       assert.equal(served.openapi, document.openapi);
       assert.equal(served.info?.version, document.info.version);
       // Same operations, with the same parameters, statuses and security, as the spec the suite bundled
       // itself. Component names are left out: they are an artefact of whichever bundler ran.
-      const surface = (doc: Record<string, any>) =>
+      const surface = (doc: OpenApiDocument) =>
         Object.fromEntries(
-          Object.entries<Record<string, any>>(doc.paths).flatMap(([path, item]) =>
-            Object.entries<Record<string, any>>(item)
-              .filter(([, operation]) => typeof operation === 'object' && operation !== null && 'responses' in operation)
+          Object.entries(doc.paths!).flatMap(([path, item]) =>
+            Object.entries(item)
+              .filter((entry): entry is [string, OperationObject] => typeof entry[1] === 'object' && entry[1] !== null && 'responses' in entry[1])
               .map(([method, operation]) => [
                 `${method.toUpperCase()} ${path}`,
                 {
                   operationId: operation.operationId,
-                  parameters: (operation.parameters ?? []).map((parameter: Record<string, any>) => {
-                    const resolved = parameter.$ref ? doc.components.parameters[parameter.$ref.split('/').pop()] : parameter;
+                  parameters: (operation.parameters ?? []).map((parameter) => {
+                    const resolved = parameter.$ref ? doc.components!.parameters![parameter.$ref.split('/').pop()!]! : parameter;
                     return `${resolved.in}:${resolved.name}:${resolved.required === true}`;
                   }),
-                  statuses: Object.keys(operation.responses).sort(),
+                  statuses: Object.keys(operation.responses!).sort(),
                   security: operation.security ?? doc.security,
                 },
               ]),

@@ -38,7 +38,30 @@ export interface Verification {
   schema_version: SchemaVersion | null;
 }
 
-export type Tape = Record<string, any>;
+/** A block of a tape: the members the suite reads by name, and the rest, compared as they are. */
+type Block<Read> = Read & { [field: string]: unknown };
+
+/**
+ * A risk tape as the suite reads it off the wire or from spec/examples/tapes: the fields it reads by
+ * name, typed as the contract's RiskTape has them; the rest are compared whole, not read.
+ */
+export interface Tape {
+  verification_id: string;
+  obligor_reference: string;
+  status: string;
+  schema_version: SchemaVersion;
+  tape_generated_at: string;
+  as_of_date: string;
+  obligor: Block<{ reference: string; connected_platforms: string[] }>;
+  eligibility: Block<{ tier: string; product_type: string }>;
+  metrics: Record<string, unknown>;
+  cashflow_summary: Record<string, unknown>;
+  risk_profile: Record<string, unknown>;
+  data_quality: Block<{ nd_codes: string[]; nd_code_summary: Array<{ code: string; field: string }> }>;
+  platform_connections: Array<Block<{ platform: string; connected_at?: string | null }>>;
+  affordability?: Block<{ declared_monthly_obligations: number }>;
+  [field: string]: unknown;
+}
 
 export interface CreateBody {
   obligor_reference: string;

@@ -225,7 +225,7 @@ forEachTarget((target) => {
       assert.equal(verification.declared_monthly_obligations_eur, 1250);
       for (const version of SCHEMA_VERSIONS) {
         assert.equal('affordability' in at[version], version !== '1.0.0', `affordability at ${version}`);
-        if (version !== '1.0.0') assert.equal(at[version].affordability.declared_monthly_obligations, 1250);
+        if (version !== '1.0.0') assert.equal(at[version].affordability?.declared_monthly_obligations, 1250);
       }
     });
   });

@@ -173,7 +173,7 @@ forEachTarget((target) => {
         this.skip();
       }
       const verification = await created(target, realCreator(), { key: 'lender' });
-      const secondKey = await target.operator!.createKey(target.lenderId!, 'lender');
+      const secondKey = await target.operator.createKey(target.lenderId, 'lender');
       const response = await target.api.get(`${CREATE_PATH}/${verification.verification_id}`, { apiKey: secondKey.api_key });
       assert.equal(response.status, 200, response.text);
       assert.deepEqual(response.json, verification);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { request } from 'node:https';
+import type { JsonObject } from './contract.ts';
 import { EventContract } from './event-contract.ts';
 import { makeTestCa, signatureOf, verifySignature, WebhookReceiver, type TestCa } from './webhook-receiver.ts';
 
@@ -13,18 +14,16 @@ import { makeTestCa, signatureOf, verifySignature, WebhookReceiver, type TestCa 
 /** spec/asyncapi.yaml: "The message examples below are signed with the example secret ... over the compact JSON of the example payload". */
 const EXAMPLE_SECRET = 'whsec_example_5b1f0c2e9d4a7f36';
 
-type Json = Record<string, any>;
-
-function signedExamples(): Array<{ message: string; event: string; headers: Record<string, string>; body: string; payload: Json }> {
+function signedExamples(): Array<{ message: string; event: string; headers: Record<string, string>; body: string; payload: JsonObject }> {
   const contract = EventContract.load();
-  return Object.entries<Json>(contract.asyncapi.components.messages).flatMap(([message, definition]) =>
-    (definition.examples as Json[]).map((example) => {
+  return Object.entries(contract.asyncapi.components!.messages!).flatMap(([message, definition]) =>
+    definition.examples!.map((example) => {
       // `payload: {$ref: './schemas/events/<event>.json#/examples/0'}`, resolved by hand.
-      const ref = /^\.\/schemas\/events\/([^#]+)\.json#\/examples\/(\d+)$/.exec(example.payload.$ref as string);
+      const ref = /^\.\/schemas\/events\/([^#]+)\.json#\/examples\/(\d+)$/.exec(example.payload.$ref);
       assert.ok(ref, `${message}: unexpected example payload ${JSON.stringify(example.payload)}`);
       const schema = contract.eventSchema(ref[1]!);
-      const payload = (schema.examples as Json[])[Number(ref[2])]!;
-      return { message, event: definition.name as string, headers: example.headers as Record<string, string>, body: JSON.stringify(payload), payload };
+      const payload = (schema.examples as JsonObject[])[Number(ref[2])]!;
+      return { message, event: definition.name!, headers: example.headers, body: JSON.stringify(payload), payload };
     }),
   );
 }

@@ -172,7 +172,7 @@ export class WebhookReceiver {
       };
       const timer = setTimeout(() => {
         cleanup();
-        const seen = this.requestsTo(path).map((r) => `${r.headers['x-service-event']} ${r.headers['x-service-delivery']} → ${r.answeredStatus}`);
+        const seen = this.requestsTo(path).map((r) => `${String(r.headers['x-service-event'])} ${String(r.headers['x-service-delivery'])} → ${r.answeredStatus}`);
         reject(new Error(`${path}: ${what} did not arrive within ${timeoutMs} ms; received ${seen.length}: ${seen.join(', ') || 'nothing'}`));
       }, timeoutMs);
       const cleanup = () => {

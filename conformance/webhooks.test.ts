@@ -242,7 +242,7 @@ forEachTarget((target) => {
       const userOnly = new URL(url);
       userOnly.username = 'user';
       assertUrlRefused(await session.create({ url: userOnly.toString(), events: ['verification.completed'] }), userOnly.toString());
-      assertUrlRefused(await session.create({ url: `${url}#fragment`, events: ['verification.completed'] }), `${url}#fragment`);
+      assertUrlRefused(await session.create({ url: `${url.toString()}#fragment`, events: ['verification.completed'] }), `${url.toString()}#fragment`);
       assert.equal((await session.create({ url: url.toString(), events: ['verification.completed'] })).status, 201, 'the URL itself is fine');
     });
 

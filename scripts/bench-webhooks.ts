@@ -77,7 +77,7 @@ async function main(): Promise<void> {
     const first = Math.min(...receiver.received.map((r) => r.receivedAt));
     const last = Math.max(...receiver.received.map((r) => r.receivedAt));
     const latencies = receiver.received
-      .map((r) => r.receivedAt - Date.parse(JSON.parse(r.rawBody.toString()).occurred_at))
+      .map((r) => r.receivedAt - Date.parse((JSON.parse(r.rawBody.toString()) as { occurred_at: string }).occurred_at))
       .sort((a, b) => a - b);
     const rate = expected / ((last - first) / 1000);
     console.log(`webhook benchmark: ${verifications} completed verifications x ${endpoints} endpoints = ${expected} deliveries, database ${env.DATABASE_URL.split(':')[0]}, Node ${process.version}`);

@@ -5,8 +5,8 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { operationCoverage } from '../src/operations.ts';
 
-const spec = parse(readFileSync(new URL('../spec/openapi.yaml', import.meta.url), 'utf8'));
-const ids: string[] = Object.values<Record<string, { operationId: string }>>(spec.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
+const spec = parse(readFileSync(new URL('../spec/openapi.yaml', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, { operationId: string }>> };
+const ids: string[] = Object.values(spec.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
 const coverage = operationCoverage(ids);
 
 console.log(`${ids.length} operations: ${coverage.handled.length} handled, ${coverage.pending.length} pending`);

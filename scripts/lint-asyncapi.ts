@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DiagnosticSeverity, fromFile, Parser } from '@asyncapi/parser';
-import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
+import { Ajv2020, type ErrorObject, type SchemaObject } from 'ajv/dist/2020.js';
 // ajv-formats is CommonJS; under NodeNext its default import is the module object, hence `.default` below.
 import addFormats from 'ajv-formats';
 
@@ -25,18 +25,21 @@ for (const d of diagnostics) {
   const where = `${d.path.join('/') || '(root)'} (line ${d.range.start.line + 1})`;
   console.log(`${DiagnosticSeverity[d.severity]} ${d.code} at ${where}: ${d.message}`);
 }
-const errorCount = diagnostics.filter((d) => d.severity === DiagnosticSeverity.Error).length;
+// By name: the diagnostics carry spectral-core's own copy of the enum, a different type from the one exported here.
+const errorCount = diagnostics.filter((d) => DiagnosticSeverity[d.severity] === 'Error').length;
 console.log(`asyncapi.yaml: ${diagnostics.length} diagnostic(s), ${errorCount} error(s)`);
 if (errorCount > 0 || !document) fail('asyncapi.yaml does not parse cleanly');
 
 const ajv = new Ajv2020({ strict: true, allErrors: true });
 addFormats.default(ajv);
 const why = (v: { errors?: ErrorObject[] | null }) => ajv.errorsText(v.errors, { dataVar: 'example' });
+/** The parts of a schema file under spec/schemas that are checked here. */
+type SchemaFile = SchemaObject & { examples?: unknown[]; $defs?: Record<string, { examples?: unknown[] }> };
 const schemas = ['tape', 'events'].flatMap((folder) => {
   const dir = join(root, 'spec/schemas', folder);
   return readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
-    .map((f) => ({ file: `${folder}/${f}`, schema: JSON.parse(readFileSync(join(dir, f), 'utf8')) }));
+    .map((f) => ({ file: `${folder}/${f}`, schema: JSON.parse(readFileSync(join(dir, f), 'utf8')) as SchemaFile }));
 });
 // Register every file before compiling any, so relative $refs (common.json#/...) resolve via $id.
 for (const { schema } of schemas) ajv.addSchema(schema);
@@ -59,13 +62,13 @@ for (const { file, schema } of schemas) {
     continue;
   }
   check(file, schema.$id, schema.examples);
-  for (const [name, def] of Object.entries<{ examples?: unknown[] }>(schema.$defs ?? {})) {
+  for (const [name, def] of Object.entries(schema.$defs ?? {})) {
     check(`${file}#/$defs/${name}`, `${schema.$id}#/$defs/${name}`, def.examples);
   }
 }
 
 // The parser does not check message examples in AsyncAPI 3, so do it here, signature included.
-const stripParserKeys = (v: unknown) => JSON.parse(JSON.stringify(v), (k, x) => (k.startsWith('x-parser-') ? undefined : x));
+const stripParserKeys = (v: unknown): unknown => JSON.parse(JSON.stringify(v), (k: string, x: unknown) => (k.startsWith('x-parser-') ? undefined : x));
 for (const message of document?.allMessages() ?? []) {
   const payloadId = message.payload()?.$id();
   // A schema that does not compile was reported above; skip it here instead of throwing.
@@ -75,7 +78,7 @@ for (const message of document?.allMessages() ?? []) {
   } catch {
     continue;
   }
-  const validateHeaders = message.hasHeaders() ? ajv.compile(stripParserKeys(message.headers()!.json())) : undefined;
+  const validateHeaders = message.hasHeaders() ? ajv.compile(stripParserKeys(message.headers()!.json()) as SchemaObject) : undefined;
   if (!validatePayload) fail(`message ${message.id()}: payload is not one of the event schemas`);
   for (const [i, ex] of message.examples().all().entries()) {
     const label = `message ${message.id()} examples[${i}]`;

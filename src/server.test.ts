@@ -17,8 +17,8 @@ async function startServer(env: Record<string, string>): Promise<{ child: ChildP
     cwd: root,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
   });
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
@@ -61,7 +61,7 @@ describe('server process', function () {
     const socket = connect(port, '127.0.0.1');
     await once(socket, 'connect');
     let response = '';
-    socket.on('data', (d) => (response += d));
+    socket.on('data', (d: Buffer) => (response += d.toString()));
     const socketClosed = once(socket, 'close');
     const exited = once(child, 'exit');
     // Send the headers and half the body, so the request is in flight when SIGTERM arrives.

@@ -26,14 +26,16 @@ async function main(): Promise<void> {
   server.keepAliveTimeout = 65_000;
   // Requests Node refuses before Express sees them (oversized headers, broken HTTP) still get a
   // catalogue error in JSON, never Node's bare status line (D7).
-  server.on('clientError', async (error: NodeJS.ErrnoException, socket: Socket) => {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || error.code === 'ECONNRESET') return socket.destroy();
     const body = JSON.stringify({ error: 'bad_request', message: error.code === 'HPE_HEADER_OVERFLOW' ? 'Request headers are too large.' : 'Malformed HTTP request.' });
-    const quota = await anonymousQuotaHeaders(service.rateLimits, socket.remoteAddress).catch(() => ({}));
-    const headers = Object.entries({ ...quota, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close' })
-      .map(([name, value]) => `${name}: ${value}\r\n`)
-      .join('');
-    if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\n${headers}\r\n${body}`);
+    void (async () => {
+      const quota = await anonymousQuotaHeaders(service.rateLimits, socket.remoteAddress).catch(() => ({}));
+      const headers = Object.entries({ ...quota, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close' })
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('');
+      if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\n${headers}\r\n${body}`);
+    })();
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -64,10 +66,12 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'draining in-flight requests');
     // Stop accepting connections; in-flight requests finish, idle keep-alive sockets close now.
-    server.close(async () => {
-      await service.close();
-      logger.info('stopped');
-      process.exit(0);
+    server.close(() => {
+      void (async () => {
+        await service.close();
+        logger.info('stopped');
+        process.exit(0);
+      })();
     });
     server.closeIdleConnections();
     setTimeout(() => {

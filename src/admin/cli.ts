@@ -20,7 +20,12 @@ function snakeCase(value: unknown): unknown {
   );
 }
 
-function print(options: { json?: boolean }, data: unknown, lines: () => string[]): void {
+/** `--json`, which every command takes. */
+interface OutputOptions {
+  json?: boolean;
+}
+
+function print(options: OutputOptions, data: unknown, lines: () => string[]): void {
   console.log(options.json ? JSON.stringify(snakeCase(data), null, 2) : lines().join('\n'));
 }
 
@@ -54,11 +59,11 @@ export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>)
     .requiredOption('--name <name>', 'account name, shown to creators by default')
     .option('--plan <plan>', 'pilot or production', 'pilot')
     .option('--jurisdiction <jurisdiction>', 'eu_gdpr, uk_gdpr, difc or other', 'eu_gdpr')
-    .action(async (options) => {
+    .action(async (options: OutputOptions & { name: string; plan: string; jurisdiction: string }) => {
       const account = await run((ctx) => admin.createLender(ctx, options));
       print(options, account, () => [`Created lender ${account.id} (${account.name}, plan ${account.plan}, ${account.jurisdiction})`]);
     });
-  json(lender.command('list').description('list lender accounts')).action(async (options) => {
+  json(lender.command('list').description('list lender accounts')).action(async (options: OutputOptions) => {
     const accounts = await run((ctx) => ctx.accounts.listLenders());
     print(options, accounts, () =>
       accounts.length === 0 ? ['No lender accounts.'] : accounts.map((a) => `${a.id}  ${a.plan.padEnd(10)} ${a.jurisdiction.padEnd(8)} ${a.name}`),
@@ -71,7 +76,7 @@ export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>)
     .option('--rate-limit <perMinute>', 'requests per minute for the account\'s keys', integer('--rate-limit'))
     .option('--burst <perSecond>', 'requests per second', integer('--burst'))
     .option('--allowlist <cidrs>', 'comma-separated CIDR ranges; empty string allows all', (v: string) => v.split(','))
-    .action(async (options) => {
+    .action(async (options: OutputOptions & { id: string; plan?: string; jurisdiction?: string; rateLimit?: number; burst?: number; allowlist?: string[] }) => {
       const account = await run((ctx) => admin.updateLender(ctx, options));
       print(options, account, () => [
         `Updated lender ${account.id}: plan ${account.plan}, jurisdiction ${account.jurisdiction}, rate limit ${account.rateLimitPerMinute ?? 'plan default'}/min burst ${account.rateLimitBurst ?? 'plan default'}/s, allowlist ${account.ipAllowlist.join(',') || '(all addresses)'}`,
@@ -81,7 +86,7 @@ export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>)
     .requiredOption('--id <lenderId>', 'lender account id')
     .requiredOption('--product-type <type>', 'rbf, term_loan, securitization_pool, revenue_loan, venture_debt, murabaha or hpp')
     .requiredOption('--set <assignments...>', 'key=value pairs')
-    .action(async (options) => {
+    .action(async (options: OutputOptions & { id: string; productType: string; set: string[] }) => {
       const policy = await run((ctx) => admin.setPolicy(ctx, { id: options.id, productType: options.productType, overrides: parseAssignments(options.set) }));
       print(options, { lender_id: options.id, product_type: options.productType, overrides: policy }, () => [
         `Policy for ${options.id} / ${options.productType}: ${JSON.stringify(policy)}`,
@@ -92,7 +97,7 @@ export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>)
   json(key.command('create').description('issue an API key (shown once)'))
     .requiredOption('--lender <lenderId>', 'lender account id')
     .requiredOption('--role <role>', 'lender or gdpr_admin')
-    .action(async (options) => {
+    .action(async (options: OutputOptions & { lender: string; role: string }) => {
       const { apiKey, record } = await run((ctx) => admin.createKey(ctx, { lenderId: options.lender, role: options.role }));
       print(options, { ...record, api_key: apiKey }, () => [
         `Created ${record.role} key ${record.id} for ${record.lenderId}.`,
@@ -101,7 +106,7 @@ export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>)
     });
   json(key.command('list').description('list a lender\'s keys (never the keys themselves)'))
     .requiredOption('--lender <lenderId>', 'lender account id')
-    .action(async (options) => {
+    .action(async (options: OutputOptions & { lender: string }) => {
       const keys = await run((ctx) => admin.listKeys(ctx, options.lender));
       print(options, keys, () =>
         keys.length === 0 ? ['No keys.'] : keys.map((k) => `${k.id}  ${k.role.padEnd(10)} ${k.keyPrefix}…  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`),
@@ -111,13 +116,13 @@ export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>)
     .requiredOption('--key-id <keyId>', 'key id (key_...)')
     .requiredOption('--rate-limit <perMinute>', 'requests per minute', integer('--rate-limit'))
     .requiredOption('--burst <perSecond>', 'requests per second', integer('--burst'))
-    .action(async (options) => {
+    .action(async (options: OutputOptions & { keyId: string; rateLimit: number; burst: number }) => {
       const limit = await run((ctx) => admin.setKeyRateLimit(ctx, options));
       print(options, { key_id: options.keyId, ...limit }, () => [`Key ${options.keyId}: ${limit.perMinute} requests/min, burst ${limit.burst}/s.`]);
     });
   json(key.command('revoke').description('revoke a key; effective on its next request'))
     .requiredOption('--key-id <keyId>', 'key id (key_...)')
-    .action(async (options) => {
+    .action(async (options: OutputOptions & { keyId: string }) => {
       const record = await run((ctx) => admin.revokeKey(ctx, options.keyId));
       print(options, record, () => [`Key ${record.id} revoked at ${record.revokedAt}.`]);
     });

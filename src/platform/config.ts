@@ -74,7 +74,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       DATABASE_URL: str({ default: 'sqlite:./data/service.sqlite' }),
       SERVICE_MODE: str({ choices: ['sandbox', 'production'], default: 'sandbox' }),
       DEMO_API_KEY: str({ default: '' }),
-      PUBLIC_BASE_URL: url({ default: '' as string }),
+      PUBLIC_BASE_URL: url({ default: '' }),
       LOG_LEVEL: str({ choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }),
       WEBHOOK_ALLOW_PRIVATE_TARGETS: bool({ default: false }),
       WEBHOOK_RETRY_SCHEDULE: retrySchedule({ default: [0, 60, 300, 1800, 7200] }),
@@ -99,7 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     { reporter },
   );
-  const mode = e.SERVICE_MODE as ServiceMode;
+  const mode = e.SERVICE_MODE;
   if (!/^(sqlite:|postgres:|postgresql:)/.test(e.DATABASE_URL)) {
     throw new ConfigError('Invalid configuration: DATABASE_URL must start with sqlite:, postgres: or postgresql:');
   }

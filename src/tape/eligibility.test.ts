@@ -121,7 +121,7 @@ describe('tape/eligibility', () => {
     const declared = tape('demo_prime_multi', 'hpp', { declaredMonthlyObligationsEur: 1000 });
     assert.equal(declared.affordability?.affordability_tier, 'strong');
     assert.equal(declared.eligibility.tier, 'prime');
-    assert.equal(declared.eligibility.max_advance_eur, cents(36 * declared.affordability!.net_disposable_income));
+    assert.equal(declared.eligibility.max_advance_eur, cents(36 * declared.affordability.net_disposable_income));
     const unaffordable = tape('demo_prime_multi', 'hpp', { declaredMonthlyObligationsEur: 6000 });
     assert.equal(unaffordable.affordability?.affordability_tier, 'unaffordable');
     assert.equal(unaffordable.eligibility.tier, 'ineligible');

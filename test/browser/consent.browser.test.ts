@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import type { components } from '../../generated/api.ts';
 import { AccountsRepository } from '../../src/accounts/accounts-repository.ts';
 import * as admin from '../../src/accounts/lender-admin.ts';
 import { loadConfig } from '../../src/platform/config.ts';
@@ -18,6 +19,8 @@ import { verifyWebhookSignature } from '../../src/webhooks/verify-signature.ts';
 import { startGoogleSimulator, type GoogleSimulator } from '../simulators/google.ts';
 import { startStripeSimulator, type StripeSimulator } from '../simulators/stripe.ts';
 import { providerEnv } from '../simulators/provider-env.ts';
+
+type Schemas = components['schemas'];
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // Without the background-networking flags Chromium floods a closed network with refused connections.
@@ -77,7 +80,7 @@ describe('consent page in a real browser (headless Chromium)', function () {
     const lender = await admin.createLender(ctx, { name: 'Northwind Capital' });
     await admin.updateLender(ctx, { id: lender.id, rateLimit: 100000, burst: 10000 });
     key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
-    const webhook = await api('POST', '/webhooks', { url: `${receiverUrl}/browser`, events: ['verification.completed', 'verification.failed'] });
+    const webhook = await api<Schemas['WebhookWithSecret']>('POST', '/webhooks', { url: `${receiverUrl}/browser`, events: ['verification.completed', 'verification.failed'] });
     webhookSecret = webhook.secret;
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     mkdirSync(SCREENSHOT_DIR, { recursive: true });
@@ -92,19 +95,20 @@ describe('consent page in a real browser (headless Chromium)', function () {
     await testDb?.drop();
   });
 
-  async function api(method: string, path: string, body?: object) {
+  /** The operation's response body; `Body` is what the spec gives the request's operation. */
+  async function api<Body>(method: string, path: string, body?: object): Promise<Body> {
     const response = await fetch(`${base}/api/v1${path}`, {
       method,
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
       body: body ? JSON.stringify(body) : undefined,
     });
     assert.ok(response.ok, `${method} ${path}: ${response.status} ${await response.clone().text()}`);
-    return response.json() as Promise<any>;
+    return (await response.json()) as Body;
   }
 
   async function waitForStatus(id: string, statuses: string[]) {
     for (let i = 0; i < 100; i++) {
-      const verification = await api('GET', `/verifications/${id}`);
+      const verification = await api<Schemas['Verification']>('GET', `/verifications/${id}`);
       if (statuses.includes(verification.status)) return verification;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -143,7 +147,7 @@ describe('consent page in a real browser (headless Chromium)', function () {
 
   it('connects both platforms, gives consent, completes with a tape from the providers\' data and sends the webhook', async () => {
     const { email, accountId, revenue } = creator();
-    const { verification_id: id, consent_url } = await api('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
+    const { verification_id: id, consent_url } = await api<Schemas['Verification']>('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
     const page = await browser.newPage();
     await page.goto(consent_url);
     assert.equal(await page.locator('h1').innerText(), 'Northwind Capital asks to verify your creator income');
@@ -164,7 +168,7 @@ describe('consent page in a real browser (headless Chromium)', function () {
     assert.match(await page.locator('h1').innerText(), /Consent already given/);
     const done = await waitForStatus(id, ['completed', 'failed']);
     assert.equal(done.status, 'completed');
-    const tape = await api('GET', `/verifications/${id}/tape`);
+    const tape = await api<Schemas['RiskTapeV2_0_0']>('GET', `/verifications/${id}/tape`);
     const last12 = months.slice(-12);
     const byPlatform = Object.fromEntries(tape.cashflow_summary.per_platform.map((p: { platform: string; revenue_12m_total_eur: number }) => [p.platform, p.revenue_12m_total_eur]));
     assert.equal(byPlatform.youtube, last12.reduce((sum, m) => sum + revenue[m]!, 0));
@@ -180,7 +184,7 @@ describe('consent page in a real browser (headless Chromium)', function () {
 
   it('works by keyboard alone', async () => {
     const { email, accountId } = creator();
-    const { verification_id: id, consent_url } = await api('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
+    const { verification_id: id, consent_url } = await api<Schemas['Verification']>('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
     const page = await browser.newPage();
     await page.goto(consent_url);
     await pressByKeyboard(page, /^Connect YouTube/);
@@ -194,7 +198,7 @@ describe('consent page in a real browser (headless Chromium)', function () {
 
   it('passes an axe-core accessibility scan of the consent page', async () => {
     creator();
-    const { consent_url } = await api('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
+    const { consent_url } = await api<Schemas['Verification']>('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
     // The page's CSP forbids scripts, rightly; only this scan's context bypasses it to inject axe.
     const context = await browser.newContext({ bypassCSP: true });
     const page = await context.newPage();
@@ -215,7 +219,7 @@ describe('consent page in a real browser (headless Chromium)', function () {
   for (const [what, inject, reason] of failures) {
     it(`ends in ${reason} for ${what}`, async () => {
       const { email, accountId } = creator();
-      const { verification_id: id, consent_url } = await api('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
+      const { verification_id: id, consent_url } = await api<Schemas['Verification']>('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
       const page = await browser.newPage();
       await page.goto(consent_url);
       await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Connect YouTube' }).click()]);

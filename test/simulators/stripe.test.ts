@@ -88,15 +88,42 @@ async function api(sim: StripeSimulator, path: string, auth: { key?: string; acc
   if (key !== undefined) headers.authorization = `Bearer ${key}`;
   if (auth.account) headers['stripe-account'] = auth.account;
   const response = await fetch(`${sim.endpoints.api}${path}`, { headers });
-  return { status: response.status, body: (await response.json()) as any, headers: response.headers };
+  return { status: response.status, body: (await response.json()) as ApiBody, headers: response.headers };
+}
+
+/** A balance transaction as the simulated API lists it. */
+interface ListedTransaction {
+  id: string;
+  object: string;
+  amount: number;
+  currency: string;
+  created: number;
+  available_on: number;
+  type: string;
+  status: string;
+  reporting_category: string;
+  fee: number;
+  net: number;
+  source: string;
+  fee_details: unknown[];
 }
 
 interface Page {
   object: string;
-  data: Array<Record<string, any>>;
+  data: ListedTransaction[];
   has_more: boolean;
   url: string;
 }
+
+/**
+ * A body of the simulated API: a list page, an account or a Stripe error, whichever the request
+ * answers with. A test reads the members of the one it expects; one that is missing fails its assertion.
+ */
+type ApiBody = Page & {
+  id: string;
+  email: string;
+  error: { type: string; message: string; code?: string; param?: string; doc_url?: string };
+};
 
 const txns = (count: number, from: number, step: number, make: (i: number) => Partial<StripeTransaction> = () => ({})): StripeTransaction[] =>
   Array.from({ length: count }, (_, i) => ({ amount: 1000 + i, currency: 'usd', created: from + i * step, type: 'charge' as const, ...make(i) }));
@@ -354,7 +381,7 @@ describe('Stripe simulator', function () {
     });
 
     it('pages newest first with starting_after until has_more is false', async () => {
-      const seen: Array<Record<string, any>> = [];
+      const seen: ListedTransaction[] = [];
       let cursor: string | undefined;
       const pages: boolean[] = [];
       do {
@@ -365,12 +392,12 @@ describe('Stripe simulator', function () {
         assert.equal(page.url, '/v1/balance_transactions');
         seen.push(...page.data);
         pages.push(page.has_more);
-        cursor = page.has_more ? (page.data.at(-1)?.id as string) : undefined;
+        cursor = page.has_more ? page.data.at(-1)?.id : undefined;
       } while (cursor);
       assert.deepEqual(pages, [true, true, false]);
       assert.equal(seen.length, 250);
       assert.equal(new Set(seen.map((t) => t.id)).size, 250);
-      const created = seen.map((t) => t.created as number);
+      const created = seen.map((t) => t.created);
       assert.deepEqual(created, [...created].sort((a, b) => b - a));
       assert.equal(created[0], MAY_2025 + 249 * DAY);
     });
@@ -380,7 +407,7 @@ describe('Stripe simulator', function () {
       assert.equal(body.data.length, 10);
       assert.equal(body.has_more, true);
       assert.match(headers.get('request-id') as string, /^req_[A-Za-z0-9]{14}$/);
-      const t = body.data[0];
+      const t = body.data[0]!;
       assert.match(t.id, /^txn_/);
       assert.equal(t.object, 'balance_transaction');
       assert.equal(t.amount, 1249);
@@ -407,11 +434,11 @@ describe('Stripe simulator', function () {
       const lte = MAY_2025 + 159 * DAY;
       const first = await list(`?limit=100&created[gte]=${gte}&created[lte]=${lte}`);
       assert.equal(first.body.data.length, 100);
-      assert.equal(first.body.data[0].created, lte);
+      assert.equal(first.body.data[0]?.created, lte);
       assert.equal(first.body.has_more, true);
-      const second = await list(`?limit=100&created%5Bgte%5D=${gte}&created%5Blte%5D=${lte}&starting_after=${first.body.data.at(-1).id}`);
+      const second = await list(`?limit=100&created%5Bgte%5D=${gte}&created%5Blte%5D=${lte}&starting_after=${first.body.data.at(-1)?.id}`);
       assert.equal(second.body.data.length, 50);
-      assert.equal(second.body.data.at(-1).created, gte);
+      assert.equal(second.body.data.at(-1)?.created, gte);
       assert.equal(second.body.has_more, false);
 
       const open = await list(`?limit=100&created[gt]=${gte}&created[lt]=${gte + 3 * DAY}`);
@@ -454,7 +481,8 @@ describe('Stripe simulator', function () {
         ['refund', -2000, 'usd', 'refund', true],
         ['charge', 5000, 'usd', 'charge', true],
       ]);
-      const refund = (body as Page).data.find((t) => t.type === 'refund') as Record<string, any>;
+      const refund = (body as Page).data.find((t) => t.type === 'refund');
+      assert.ok(refund, 'the refund is listed');
       assert.equal(refund.fee, 0);
       assert.equal(refund.net, -2000);
       assert.match(refund.source, /^re_/);

@@ -2,7 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { Ajv2020, type SchemaObject, type ValidateFunction } from 'ajv/dist/2020.js';
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 import addFormats from 'ajv-formats';
 import {
@@ -20,7 +20,7 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ajv = new Ajv2020({ strict: true, allErrors: true });
 addFormats.default(ajv);
 const dir = join(ROOT, 'spec/schemas/tape');
-for (const f of readdirSync(dir).filter((f) => f.endsWith('.json'))) ajv.addSchema(JSON.parse(readFileSync(join(dir, f), 'utf8')));
+for (const f of readdirSync(dir).filter((f) => f.endsWith('.json'))) ajv.addSchema(JSON.parse(readFileSync(join(dir, f), 'utf8')) as SchemaObject);
 
 const validators = new Map<SchemaVersion, ValidateFunction>();
 /** Schema errors of `tape` against its version's JSON Schema; empty when valid. */

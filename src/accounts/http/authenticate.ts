@@ -38,11 +38,15 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
       req.principal = principal;
       next();
     } catch (error) {
-      // Failed attempts count against the client address (D8), so guessing keys is slow.
+      let answer: unknown = error;
+      // Failed attempts count against the client address (D8), so guessing keys is slow; over that
+      // quota the client is told so instead.
       if (error instanceof ApiError && error.code === 'unauthorized') {
-        await limitAnonymous(deps.limits, req, res).catch((refusal) => (error = refusal));
+        await limitAnonymous(deps.limits, req, res).catch((refusal: unknown) => {
+          answer = refusal;
+        });
       }
-      next(error);
+      next(answer);
     }
   };
 }

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knex, { type Knex } from 'knex';
+import type { Database as SqliteConnection } from 'sqlite3';
 import { migrations } from './migrations/index.ts';
 
 export type { Knex };
@@ -38,7 +39,7 @@ function sqliteConfig(databaseUrl: string, connections = 1): Knex.Config {
     pool: {
       min: 1,
       max: connections,
-      afterCreate(connection: any, done: (error: Error | null, connection: unknown) => void) {
+      afterCreate(connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) {
         connection.exec(
           'PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;',
           (error: Error | null) => done(error, connection),

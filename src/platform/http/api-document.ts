@@ -18,33 +18,77 @@ export interface ApiOperation {
   headerParameters: string[];
 }
 
-type Json = Record<string, any>;
+/** A JSON value, such as a schema in the document. */
+export type Json = { [key: string]: Json } | Json[] | string | number | boolean | null;
 
 const BUNDLED_SPEC = new URL('../../../generated/openapi.json', import.meta.url);
 const SELF = 'https://openapi.invalid/openapi.json';
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
-/** The bundled OpenAPI document (generated from spec/); a fresh copy, since the validator mutates it. */
-export function loadApiDocument(): Json {
-  return JSON.parse(readFileSync(BUNDLED_SPEC, 'utf8'));
+/** Each security scheme an operation accepts, with the roles (scopes) it requires: `{ bearerAuth: ['lender'] }`. */
+type SecurityRequirement = Record<string, string[]>;
+
+interface ParameterObject {
+  $ref?: undefined;
+  in: string;
+  name: string;
+  schema?: Json;
 }
 
-export function listOperations(doc: Json): ApiOperation[] {
-  return Object.entries<Json>(doc.paths).flatMap(([path, item]) =>
-    METHODS.filter((method) => item[method]).map((method) => {
+/** A parameter defined once under components.parameters. */
+interface ParameterReference {
+  $ref: string;
+}
+
+interface WithContent {
+  content?: Record<string, { schema?: Json }>;
+}
+
+interface OperationObject {
+  operationId: OperationId;
+  security?: SecurityRequirement[];
+  parameters?: Array<ParameterObject | ParameterReference>;
+  requestBody?: WithContent;
+  responses?: Record<string, WithContent>;
+}
+
+/** The bundled OpenAPI document: what the service reads of it, typed; the rest goes to the validator and the docs page as it is. */
+export interface ApiDocument {
+  paths: Record<string, { [method in (typeof METHODS)[number]]?: OperationObject }>;
+  security?: SecurityRequirement[];
+  components?: {
+    schemas?: Record<string, Json>;
+    parameters?: Record<string, ParameterObject>;
+    responses?: Record<string, WithContent>;
+    [section: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+/** The bundled OpenAPI document (generated from spec/); a fresh copy, since the validator mutates it. */
+export function loadApiDocument(): ApiDocument {
+  return JSON.parse(readFileSync(BUNDLED_SPEC, 'utf8')) as ApiDocument;
+}
+
+export function listOperations(doc: ApiDocument): ApiOperation[] {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    METHODS.flatMap((method) => {
       const operation = item[method];
-      const security: Json[] = operation.security ?? doc.security ?? [];
-      const parameters: Json[] = (operation.parameters ?? []).map((p: Json) =>
-        typeof p.$ref === 'string' ? doc.components.parameters[p.$ref.split('/').pop()!] : p,
+      if (!operation) return [];
+      const security = operation.security ?? doc.security ?? [];
+      const parameters = (operation.parameters ?? []).map((p) =>
+        typeof p.$ref === 'string' ? doc.components!.parameters![p.$ref.split('/').pop()!]! : p,
       );
-      return {
-        operationId: operation.operationId,
-        method,
-        path,
-        expressPath: path.replace(/\{([^}]+)\}/g, ':$1'),
-        roles: security.flatMap((requirement) => requirement.bearerAuth ?? []),
-        headerParameters: parameters.filter((p) => p.in === 'header').map((p) => p.name),
-      };
+      return [
+        {
+          operationId: operation.operationId,
+          method,
+          path,
+          expressPath: path.replace(/\{([^}]+)\}/g, ':$1'),
+          roles: security.flatMap((requirement) => requirement.bearerAuth ?? []),
+          headerParameters: parameters.filter((p) => p.in === 'header').map((p) => p.name),
+        },
+      ];
     }),
   );
 }
@@ -54,7 +98,7 @@ export function listOperations(doc: Json): ApiOperation[] {
  * a 500 on the first request that reaches it. Compiling every schema of the document once at start
  * turns that into a start-up failure.
  */
-export function assertSchemasCompile(doc: Json): void {
+export function assertSchemasCompile(doc: ApiDocument): void {
   const ajv = new Ajv2020({ strict: false, allErrors: false });
   addFormats.default(ajv);
   for (const format of ['int32', 'int64', 'float', 'double', 'byte', 'binary', 'password']) ajv.addFormat(format, true);
@@ -70,21 +114,22 @@ export function assertSchemasCompile(doc: Json): void {
   const escape = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1');
   for (const name of Object.keys(doc.components?.schemas ?? {})) compile(`/components/schemas/${escape(name)}`);
   for (const name of Object.keys(doc.components?.parameters ?? {})) compile(`/components/parameters/${escape(name)}/schema`);
-  for (const [name, response] of Object.entries<Json>(doc.components?.responses ?? {})) {
+  for (const [name, response] of Object.entries(doc.components?.responses ?? {})) {
     for (const type of Object.keys(response.content ?? {})) compile(`/components/responses/${escape(name)}/content/${escape(type)}/schema`);
   }
-  for (const [path, item] of Object.entries<Json>(doc.paths)) {
-    for (const method of METHODS.filter((m) => item[m])) {
-      const base = `/paths/${escape(path)}/${method}`;
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const method of METHODS) {
       const operation = item[method];
-      (operation.parameters ?? []).forEach((parameter: Json, i: number) => {
-        if (parameter.schema) compile(`${base}/parameters/${i}/schema`);
+      if (!operation) continue;
+      const base = `/paths/${escape(path)}/${method}`;
+      (operation.parameters ?? []).forEach((parameter, i) => {
+        if ('schema' in parameter && parameter.schema) compile(`${base}/parameters/${i}/schema`);
       });
-      for (const [type, media] of Object.entries<Json>(operation.requestBody?.content ?? {})) {
+      for (const [type, media] of Object.entries(operation.requestBody?.content ?? {})) {
         if (media.schema) compile(`${base}/requestBody/content/${escape(type)}/schema`);
       }
-      for (const [status, response] of Object.entries<Json>(operation.responses ?? {})) {
-        for (const [type, media] of Object.entries<Json>(response.content ?? {})) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        for (const [type, media] of Object.entries(response.content ?? {})) {
           if (media.schema) compile(`${base}/responses/${status}/content/${escape(type)}/schema`);
         }
       }

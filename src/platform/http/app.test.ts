@@ -7,7 +7,7 @@ import { adminContext, startService, type Service } from '../../service.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
 import { createLogger } from '../logger.ts';
-import { loadApiDocument } from './api-document.ts';
+import { loadApiDocument, type Json } from './api-document.ts';
 import { authenticate } from '../../accounts/http/authenticate.ts';
 import { createHttpApp } from './app.ts';
 import type { OperationHandler } from './operation-handler.ts';
@@ -163,7 +163,8 @@ describe('HTTP app error handling', () => {
 
   it('refuses to build an app from a spec with a schema Ajv rejects', () => {
     const broken = loadApiDocument();
-    broken.components.schemas.Health.properties.status = { type: 'string', pattern: '([' };
+    const health = broken.components!.schemas!.Health as { properties: Record<string, Json> };
+    health.properties.status = { type: 'string', pattern: '([' };
     assert.throws(
       () => createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: false }, logger, authenticate: authenticateWithStubAccounts, rateLimits, apiDocument: broken, handlers: {}, pendingOperations: {} }),
       /schemas Ajv refuses[\s\S]*Health/,

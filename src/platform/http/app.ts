@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
+import express, { type Express, type RequestHandler, type Router } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { assertSchemasCompile, listOperations, type ApiOperation, type OperationId } from './api-document.ts';
+import { assertSchemasCompile, listOperations, type ApiDocument, type ApiOperation, type OperationId } from './api-document.ts';
 import { requireRole } from './request-context.ts';
 import { ApiError } from './error-catalogue.ts';
 import { errorHandler } from './error-handler.ts';
@@ -18,7 +18,7 @@ export interface HttpAppDeps {
   /** Resolves the bearer key of every /api/v1 request to `req.principal` (accounts/), or refuses it. */
   authenticate: RequestHandler;
   rateLimits: RateLimits;
-  apiDocument: Record<string, any>;
+  apiDocument: ApiDocument;
   handlers: { [Op in OperationId]?: OperationHandler<Op> };
   /** Operations in the spec whose handlers belong to work not yet delivered, with what delivers them. */
   pendingOperations: Partial<Record<OperationId, string>>;
@@ -41,7 +41,7 @@ function adapt(operation: ApiOperation, handler: RoutedHandler): RequestHandler 
       query: req.query,
       // Spelled as in the spec (and the generated types), not as Node lower-cases them.
       headers: Object.fromEntries(operation.headerParameters.map((name) => [name, req.get(name)])),
-      body: req.body,
+      body: req.body as unknown,
       principal: req.principal ?? null,
       requestId: req.requestId!,
     };
@@ -100,7 +100,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
       apiSpec: apiDocument as never,
       validateRequests: { allowUnknownQueryParameters: false },
       validateResponses: deps.config.validateResponses ? { removeAdditional: false } : false,
-      validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req as Request, scopes) } },
+      validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req, scopes) } },
       validateFormats: true,
       ignoreUndocumented: false,
       ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples|consent)(\/|$)/,

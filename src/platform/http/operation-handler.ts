@@ -46,7 +46,7 @@ export type OperationResponse<Op extends OperationId = OperationId> = {
 export type OperationHandler<Op extends OperationId = OperationId> = (request: OperationRequest<Op>) => Promise<OperationResponse<Op>>;
 
 /** For handlers of lender- or gdpr_admin-only operations, where the security layer guarantees a principal. */
-export function principalOf(request: OperationRequest<any>): Principal {
+export function principalOf(request: Pick<OperationRequest, 'principal'>): Principal {
   if (!request.principal) throw new Error('operation reached without an authenticated principal');
   return request.principal;
 }

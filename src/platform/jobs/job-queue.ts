@@ -76,7 +76,8 @@ export class JobQueue {
     const at = now.toISOString();
     const lockedUntil = new Date(now.getTime() + leaseMs).toISOString();
     const skipLocked = this.dialect === 'postgres' ? 'for update skip locked' : '';
-    const rows = await this.knex.raw(
+    // pg answers with a result object holding the rows; sqlite3 answers with the rows.
+    const result = await this.knex.raw<{ rows: JobRow[] } | JobRow[]>(
       `update jobs set status = 'running', locked_by = ?, locked_until = ?, attempts = attempts + 1
        where id in (
          select id from jobs
@@ -86,7 +87,7 @@ export class JobQueue {
        returning id, kind, subject_id, payload, run_at, attempts`,
       [workerId, lockedUntil, at, at, limit],
     );
-    const claimed: JobRow[] = this.dialect === 'postgres' ? rows.rows : rows;
+    const claimed = this.dialect === 'postgres' ? (result as { rows: JobRow[] }).rows : (result as JobRow[]);
     return claimed.map(toJob).sort((a, b) => a.runAt.localeCompare(b.runAt) || a.id - b.id);
   }
 

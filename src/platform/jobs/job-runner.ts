@@ -58,6 +58,7 @@ export class JobRunner {
 
   /** Polls until stopped; one pass at a time, so a slow pass never overlaps the next. */
   start(intervalMs: number): void {
+    // Never rejects: a failed pass is logged here.
     const tick = async () => {
       try {
         this.running = this.runDue();
@@ -66,10 +67,10 @@ export class JobRunner {
         this.logger.warn({ err: error }, 'job pass failed');
       } finally {
         this.running = undefined;
-        if (this.timer) this.timer = setTimeout(tick, intervalMs);
+        if (this.timer) this.timer = setTimeout(() => void tick(), intervalMs);
       }
     };
-    this.timer = setTimeout(tick, 0);
+    this.timer = setTimeout(() => void tick(), 0);
   }
 
   async stop(): Promise<void> {

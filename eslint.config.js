@@ -28,7 +28,7 @@ const BOUNDARIES = {
   noComputeTape: {
     group: ['**/tape/index.ts', '**/tape/compute-tape.ts'],
     importNames: ['computeTape'],
-    message: 'A verification\'s tape is computed in one place: scoreVerification in src/verifications/scoring.ts.',
+    message: "A verification's tape is computed in one place: scoreVerification in src/verifications/scoring.ts.",
   },
 };
 const restrictImports = (...boundaries) => ({ 'no-restricted-imports': ['error', { patterns: boundaries.map((name) => BOUNDARIES[name]) }] });

@@ -80,7 +80,10 @@ describe('conformance checker (assertConforms)', () => {
 
   it('rejects a header value outside its schema (Retry-After of 0)', () => {
     const unavailable = { error: 'service_unavailable', message: 'later' };
-    assert.throws(() => contract.assertConforms('POST', '/api/v1/verifications', observed(503, unavailable, { ...rateLimitHeaders, 'retry-after': '0' })), /Retry-After/);
+    assert.throws(
+      () => contract.assertConforms('POST', '/api/v1/verifications', observed(503, unavailable, { ...rateLimitHeaders, 'retry-after': '0' })),
+      /Retry-After/,
+    );
   });
 
   it('rejects a success body that breaks its schema', () => {
@@ -100,7 +103,10 @@ describe('conformance checker (assertConforms)', () => {
   });
 
   it('treats a wrong method on a known path as an unknown route', () => {
-    assert.throws(() => contract.assertConforms('DELETE', '/api/v1/verifications/vrf_x', observed(405, { error: 'not_found', message: 'x' })), /no operation matches/);
+    assert.throws(
+      () => contract.assertConforms('DELETE', '/api/v1/verifications/vrf_x', observed(405, { error: 'not_found', message: 'x' })),
+      /no operation matches/,
+    );
   });
 
   it('allows 401 for an unknown route under /api/v1 only (authentication precedes routing)', () => {
@@ -120,7 +126,10 @@ describe('conformance checker (assertConforms)', () => {
   });
 
   it('checks X-RateLimit-* on /api/v1 responses, and not on the probes', async () => {
-    assert.throws(() => contract.assertConforms('GET', '/api/v1/verifications/vrf_x', observed(404, notFound, {})), /missing required header X-RateLimit-Limit/);
+    assert.throws(
+      () => contract.assertConforms('GET', '/api/v1/verifications/vrf_x', observed(404, notFound, {})),
+      /missing required header X-RateLimit-Limit/,
+    );
     contract.assertConforms('GET', '/api/v1/verifications/vrf_x', observed(404, notFound, rateLimitHeaders));
     assert.throws(
       () => contract.assertConforms('GET', '/api/v1/verifications/vrf_x', observed(404, notFound, { ...rateLimitHeaders, 'x-ratelimit-remaining': '-1' })),

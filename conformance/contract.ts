@@ -160,7 +160,10 @@ export class Contract {
       current = at
         .split('/')
         .slice(1)
-        .reduce<unknown>((parent, segment) => (parent as JsonObject | undefined)?.[segment.replace(/~1/g, '/').replace(/~0/g, '~')], this.document) as JsonObject;
+        .reduce<unknown>(
+          (parent, segment) => (parent as JsonObject | undefined)?.[segment.replace(/~1/g, '/').replace(/~0/g, '~')],
+          this.document,
+        ) as JsonObject;
       assert.ok(current !== undefined, `unresolvable $ref ${ref}`);
     }
     return { node: current, pointer: at };

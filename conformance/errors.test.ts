@@ -9,13 +9,11 @@ import { assertError } from './assertions.ts';
  * no stack trace or source path leaks.)
  */
 
-
 const CREATE_PATH = '/api/v1/verifications';
 const MAX_BODY_BYTES = 256 * 1024;
 
 /** A request that passes validation; each case below breaks exactly one thing in it. */
 const validCreateBody = () => ({ obligor_reference: 'conformance-obligor-0001', creator_platforms: ['youtube'] });
-
 
 forEachTarget((target) => {
   const createVerification = (options: RequestOptions) =>

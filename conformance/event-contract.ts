@@ -205,11 +205,7 @@ export function assertEventRequest(request: ReceivedRequest, endpoint: { events:
   const deliveryId = single(request.headers['x-service-delivery']);
   assert.ok(event, `${context}\n  X-Service-Event is missing`);
   assert.match(deliveryId ?? '(none)', UUID, `${context}\n  X-Service-Delivery is a UUID`);
-  contract.assertHeaders(
-    event,
-    { 'X-Service-Signature': signature, 'X-Service-Event': event, 'X-Service-Delivery': deliveryId },
-    `${context}\n  headers`,
-  );
+  contract.assertHeaders(event, { 'X-Service-Signature': signature, 'X-Service-Event': event, 'X-Service-Delivery': deliveryId }, `${context}\n  headers`);
 
   let payload: EventPayload;
   try {

@@ -195,8 +195,7 @@ export class ApiClient {
   }
 }
 
-const lowerCaseKeys = (record: Record<string, string>) =>
-  Object.fromEntries(Object.entries(record).map(([name, value]) => [name.toLowerCase(), value]));
+const lowerCaseKeys = (record: Record<string, string>) => Object.fromEntries(Object.entries(record).map(([name, value]) => [name.toLowerCase(), value]));
 
 export interface Target {
   readonly name: string;

@@ -35,7 +35,10 @@ function assertDuplicate(response: ApiResponse, key: string): void {
 }
 
 forEachTarget((target) => {
-  const realCreator = () => ({ obligor_reference: randomReference('conformance-idem-'), creator_platforms: ['youtube', 'stripe'] as Array<'youtube' | 'stripe'> });
+  const realCreator = () => ({
+    obligor_reference: randomReference('conformance-idem-'),
+    creator_platforms: ['youtube', 'stripe'] as Array<'youtube' | 'stripe'>,
+  });
 
   describe('happy: idempotent replay (section 4.1, D1)', function () {
     this.timeout(target.sandboxDelayMs * 2 + 30_000);
@@ -80,9 +83,17 @@ forEachTarget((target) => {
     it('the same payload with its JSON keys in another order is the same payload (a replay)', async () => {
       const key = randomUUID();
       const reference = randomReference('conformance-idem-');
-      const first = await createVerification(target, { obligor_reference: reference, creator_platforms: ['youtube'], lender_name: 'Order Test', product_type: 'term_loan' }, { idempotencyKey: key });
+      const first = await createVerification(
+        target,
+        { obligor_reference: reference, creator_platforms: ['youtube'], lender_name: 'Order Test', product_type: 'term_loan' },
+        { idempotencyKey: key },
+      );
       assertCreated(first);
-      const reordered = await createVerification(target, { product_type: 'term_loan', lender_name: 'Order Test', creator_platforms: ['youtube'], obligor_reference: reference }, { idempotencyKey: key });
+      const reordered = await createVerification(
+        target,
+        { product_type: 'term_loan', lender_name: 'Order Test', creator_platforms: ['youtube'], obligor_reference: reference },
+        { idempotencyKey: key },
+      );
       assertReplayOf(reordered, first);
     });
 
@@ -109,9 +120,15 @@ forEachTarget((target) => {
     it(`${CONCURRENT_REQUESTS} concurrent requests with one key: all 201 with one verification, exactly one of them not a replay`, async () => {
       const key = randomUUID();
       const body = realCreator();
-      const responses = await Promise.all(Array.from({ length: CONCURRENT_REQUESTS }, () => createVerification(target, body, { idempotencyKey: key, unpaced: true })));
+      const responses = await Promise.all(
+        Array.from({ length: CONCURRENT_REQUESTS }, () => createVerification(target, body, { idempotencyKey: key, unpaced: true })),
+      );
       const statuses = responses.map((r) => r.status);
-      assert.deepEqual(statuses, Array(CONCURRENT_REQUESTS).fill(201), `statuses: ${statuses.join(',')}; first non-201: ${responses.find((r) => r.status !== 201)?.text}`);
+      assert.deepEqual(
+        statuses,
+        Array(CONCURRENT_REQUESTS).fill(201),
+        `statuses: ${statuses.join(',')}; first non-201: ${responses.find((r) => r.status !== 201)?.text}`,
+      );
       assert.equal(new Set(responses.map(idOf)).size, 1, `verification ids: ${[...new Set(responses.map(idOf))].join(', ')}`);
       const originals = responses.filter((r) => replayed(r) === null);
       assert.equal(originals.length, 1, `${originals.length} responses without Idempotent-Replayed`);

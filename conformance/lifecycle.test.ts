@@ -46,7 +46,13 @@ const SCENARIOS: Scenario[] = [
   // P9: a `test-` reference without one of the trigger prefixes waits for consent like a real one.
   { name: 'other test- reference', prefix: 'test-conformance-', platforms: ['youtube'], path: ['pending_consent'] },
   { name: 'test-complete-', prefix: 'test-complete-', platforms: ['youtube'], path: ['pending_consent', 'processing', 'completed'] },
-  { name: 'test-fail-', prefix: 'test-fail-', platforms: ['youtube', 'stripe'], path: ['pending_consent', 'processing', 'failed'], failureReason: 'platform_error' },
+  {
+    name: 'test-fail-',
+    prefix: 'test-fail-',
+    platforms: ['youtube', 'stripe'],
+    path: ['pending_consent', 'processing', 'failed'],
+    failureReason: 'platform_error',
+  },
   { name: 'test-revoke-', prefix: 'test-revoke-', platforms: ['stripe'], path: ['pending_consent', 'processing', 'failed'], failureReason: 'consent_revoked' },
   { name: 'test-timeout-', prefix: 'test-timeout-', platforms: ['youtube'], path: ['pending_consent', 'processing', 'failed'], failureReason: 'timeout' },
   { name: 'test-expire-', prefix: 'test-expire-', platforms: ['youtube'], path: ['pending_consent', 'expired'] },
@@ -55,7 +61,15 @@ const SYNTHETIC = 'synthetic creators (section 2.6)';
 
 /** Which scenarios reach each row of the table. Kept by hand: a new row in the contract must be added here. */
 const COVERAGE: Record<string, string[]> = {
-  '(creation) -[created]-> pending_consent': ['real creator', 'other test- reference', 'test-complete-', 'test-fail-', 'test-revoke-', 'test-timeout-', 'test-expire-'],
+  '(creation) -[created]-> pending_consent': [
+    'real creator',
+    'other test- reference',
+    'test-complete-',
+    'test-fail-',
+    'test-revoke-',
+    'test-timeout-',
+    'test-expire-',
+  ],
   '(creation) -[created_synthetic]-> completed': [SYNTHETIC],
   'pending_consent -[consent_completed]-> processing': ['test-complete-', 'test-fail-', 'test-revoke-', 'test-timeout-'],
   'processing -[tape_computed]-> completed': ['test-complete-'],
@@ -158,9 +172,15 @@ forEachTarget((target) => {
       }
       for (const { name, walk: seen } of await allWalks()) {
         const states = statesOf(seen.observations);
-        assert.ok(rows.some((row) => row.from === null && row.to === states[0]), `${name}: created as ${states[0]}, which no row allows`);
+        assert.ok(
+          rows.some((row) => row.from === null && row.to === states[0]),
+          `${name}: created as ${states[0]}, which no row allows`,
+        );
         for (let i = 1; i < states.length; i++) {
-          assert.ok(rows.some((row) => row.from === states[i - 1] && row.to === states[i]), `${name}: ${states[i - 1]} → ${states[i]} is not a row of the table`);
+          assert.ok(
+            rows.some((row) => row.from === states[i - 1] && row.to === states[i]),
+            `${name}: ${states[i - 1]} → ${states[i]} is not a row of the table`,
+          );
         }
       }
     });
@@ -178,7 +198,10 @@ forEachTarget((target) => {
         const seen = await walkOf(name);
         assert.deepEqual(statesOf(seen.observations), ['pending_consent']);
         assert.equal(seen.settled.status, 'pending_consent');
-        assert.ok(seen.settled.platform_connections.every((c) => c.status === 'not_connected'), JSON.stringify(seen.settled.platform_connections));
+        assert.ok(
+          seen.settled.platform_connections.every((c) => c.status === 'not_connected'),
+          JSON.stringify(seen.settled.platform_connections),
+        );
         assert.ok(Date.parse(seen.settled.expires_at) > Date.now(), 'its consent session is still open');
       });
     }

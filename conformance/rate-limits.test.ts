@@ -80,7 +80,10 @@ forEachTarget((target) => {
       const responses: ApiResponse[] = [];
       for (const request of requests) responses.push(await request());
       // A success, not-founds, a validation error and a refused role: all counted against the one quota.
-      assert.deepEqual(responses.map((r) => r.status), [201, 404, 404, 400, 404, 403]);
+      assert.deepEqual(
+        responses.map((r) => r.status),
+        [201, 404, 404, 400, 404, 403],
+      );
       const quotas = responses.map(assertSaneQuota);
       for (let i = 1; i < quotas.length; i++) {
         const [before, after] = [quotas[i - 1]!, quotas[i]!];
@@ -122,7 +125,10 @@ forEachTarget((target) => {
       const elapsed = Date.now() - started;
       const refused = responses.filter((r) => r.status === 429);
       const accepted = responses.filter((r) => r.status !== 429);
-      assert.ok(accepted.every((r) => r.status === 404), `the rest are answered: ${accepted.map((r) => r.status).join(',')}`);
+      assert.ok(
+        accepted.every((r) => r.status === 404),
+        `the rest are answered: ${accepted.map((r) => r.status).join(',')}`,
+      );
       assert.ok(refused.length > 0, `no 429 among ${BURST_REQUESTS} requests in ${elapsed} ms`);
       if (elapsed < 1000) assert.ok(accepted.length <= PILOT_QUOTA.burst, `${accepted.length} accepted within one second, burst is ${PILOT_QUOTA.burst}`);
       const waits = refused.map(assertRateLimited);
@@ -174,7 +180,10 @@ forEachTarget((target) => {
       const responses = await Promise.all(
         Array.from({ length: ANONYMOUS_BURST_REQUESTS }, () => target.api.get(PROBE_PATH, { apiKey: unissuedKey(target.mode), unpaced: true })),
       );
-      assert.ok(responses.every((r) => r.status === 401 || r.status === 429), `statuses: ${responses.map((r) => r.status).join(',')}`);
+      assert.ok(
+        responses.every((r) => r.status === 401 || r.status === 429),
+        `statuses: ${responses.map((r) => r.status).join(',')}`,
+      );
       const refused = responses.filter((r) => r.status === 429);
       assert.ok(refused.length > 0, `none of ${ANONYMOUS_BURST_REQUESTS} unauthenticated requests at once was refused`);
       const waits = refused.map(assertRateLimited);

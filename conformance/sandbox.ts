@@ -216,17 +216,34 @@ export function withIdMasked(body: unknown, id: string): unknown {
  */
 export function assertResourceInvariants(resource: Verification, original: Verification = resource): void {
   const where = `${resource.verification_id} (${resource.status})`;
-  for (const field of ['verification_id', 'obligor_reference', 'creator_platforms', 'lender_name', 'product_type', 'consent_url', 'created_at', 'expires_at'] as const) {
+  for (const field of [
+    'verification_id',
+    'obligor_reference',
+    'creator_platforms',
+    'lender_name',
+    'product_type',
+    'consent_url',
+    'created_at',
+    'expires_at',
+  ] as const) {
     assert.deepEqual(resource[field], original[field], `${where}: ${field} never changes`);
   }
   assert.equal(Date.parse(resource.expires_at) - Date.parse(resource.created_at), CONSENT_SESSION_MS, `${where}: expires_at is created_at + 7 days`);
   assert.ok(Date.parse(resource.updated_at) >= Date.parse(resource.created_at), `${where}: updated_at is not before created_at`);
-  assert.equal(resource.completed_at !== null, resource.status === 'completed', `${where}: completed_at is set exactly when completed (${resource.completed_at})`);
+  assert.equal(
+    resource.completed_at !== null,
+    resource.status === 'completed',
+    `${where}: completed_at is set exactly when completed (${resource.completed_at})`,
+  );
   if (resource.completed_at !== null) {
     assert.ok(Date.parse(resource.completed_at) >= Date.parse(resource.created_at), `${where}: completed_at is not before created_at`);
     assert.ok(Date.parse(resource.completed_at) <= Date.parse(resource.updated_at), `${where}: completed_at is not after updated_at`);
   }
-  assert.equal(resource.failure_reason !== null, resource.status === 'failed', `${where}: failure_reason is set exactly when failed (${resource.failure_reason})`);
+  assert.equal(
+    resource.failure_reason !== null,
+    resource.status === 'failed',
+    `${where}: failure_reason is set exactly when failed (${resource.failure_reason})`,
+  );
   // A tape exists only once the verification is completed (D5), and new tapes are 2.0.0 (section 2.3).
   assert.equal(resource.schema_version, resource.status === 'completed' ? '2.0.0' : null, `${where}: schema_version only when a tape exists`);
   const consentUrl = new URL(resource.consent_url);

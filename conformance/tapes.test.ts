@@ -79,7 +79,11 @@ function assertTapeConsistent(tape: Tape, verification: Verification, context: s
   assert.equal(tape.eligibility.max_advance_amount, tape.eligibility.max_advance_eur, `${context}: max_advance_amount = max_advance_eur (D6)`);
   if (tape.schema_version === '2.0.0') {
     assert.equal(tape.eligibility.income_capacity_annual, tape.eligibility.max_advance_amount, `${context}: the 2.0.0 alias equals its original (D6)`);
-    assert.equal(tape.eligibility.recommended_monthly_ceiling_pct, tape.eligibility.max_revenue_share_pct, `${context}: the 2.0.0 alias equals its original (D6)`);
+    assert.equal(
+      tape.eligibility.recommended_monthly_ceiling_pct,
+      tape.eligibility.max_revenue_share_pct,
+      `${context}: the 2.0.0 alias equals its original (D6)`,
+    );
   }
   assert.equal(tape.metrics.monthly_revenue_avg_eur, tape.cashflow_summary.monthly_revenue_avg_eur, `${context}: shape A and shape B agree`);
   assert.equal(tape.metrics.revenue_volatility_cv, tape.risk_profile.revenue_volatility_cv, `${context}: shape A and shape B agree`);
@@ -115,7 +119,9 @@ forEachTarget((target) => {
     });
 
     it('spec/examples/tapes holds a golden tape for exactly the nine creators of section 2.6', () => {
-      const files = readdirSync(GOLDEN_DIR).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, ''));
+      const files = readdirSync(GOLDEN_DIR)
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => f.replace(/\.json$/, ''));
       assert.deepEqual(files.sort(), SYNTHETIC_CREATORS.map((c) => c.reference).sort());
     });
 
@@ -238,7 +244,10 @@ forEachTarget((target) => {
       requireSandbox(this, target);
       await Promise.all(
         [...ORIGINAL_PRODUCT_TYPES, ...PRODUCT_TYPES_OF_2_0_0].map(async (productType) => {
-          byProduct.set(productType, await created(target, { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'], product_type: productType }));
+          byProduct.set(
+            productType,
+            await created(target, { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'], product_type: productType }),
+          );
         }),
       );
     });

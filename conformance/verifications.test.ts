@@ -24,8 +24,6 @@ import { assertError } from './assertions.ts';
 /** How far the target's clock may be from ours when checking created_at. */
 const CLOCK_SKEW_MS = 5 * 60 * 1000;
 
-
-
 const neverIssuedId = () => `vrf_${randomBytes(10).toString('hex')}`;
 
 forEachTarget((target) => {
@@ -68,7 +66,11 @@ forEachTarget((target) => {
     });
 
     it('lender_name, product_type and declared_monthly_obligations_eur are kept as given', async () => {
-      const body = realCreator({ lender_name: 'Northwind Capital (conformance)', product_type: 'securitization_pool', declared_monthly_obligations_eur: 820.5 });
+      const body = realCreator({
+        lender_name: 'Northwind Capital (conformance)',
+        product_type: 'securitization_pool',
+        declared_monthly_obligations_eur: 820.5,
+      });
       const verification = await created(target, body);
       assert.equal(verification.lender_name, body.lender_name);
       assert.equal(verification.product_type, body.product_type);
@@ -150,7 +152,7 @@ forEachTarget((target) => {
       }
     }
 
-    it("a completed verification of lender A is 404 for lender B on status and tape, like an id that never existed", async function () {
+    it('a completed verification of lender A is 404 for lender B on status and tape, like an id that never existed', async function () {
       requireKey(this, target, 'otherLender');
       requireSandbox(this, target);
       const verification = await created(target, { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }, { key: 'lender' });

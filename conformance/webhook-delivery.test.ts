@@ -20,8 +20,6 @@ import { assertError } from './assertions.ts';
 /** Scheduled times are kept to the millisecond; the sender polls, so an attempt is never early, only late. */
 const EARLY_TOLERANCE_MS = 50;
 
-
-
 /** What Node and OpenSSL call a certificate that does not verify or does not name the host; loose on purpose. */
 const TLS_ERROR = /cert|tls|ssl|altname|verify|self[- ]signed/i;
 
@@ -66,7 +64,12 @@ forEachTarget((target) => {
 
   const deliveryOf = (log: Delivery[], verificationId: string) => log.find((d) => d.verification_id === verificationId);
   const logFor = async (endpoint: ReceiverEndpoint, verificationId: string, done: (d: Delivery) => boolean, timeoutMs: number, what: string) => {
-    const log = await session.waitForLog(endpoint.webhook.webhook_id, (entries) => entries.some((d) => d.verification_id === verificationId && done(d)), timeoutMs, what);
+    const log = await session.waitForLog(
+      endpoint.webhook.webhook_id,
+      (entries) => entries.some((d) => d.verification_id === verificationId && done(d)),
+      timeoutMs,
+      what,
+    );
     return { log, delivery: deliveryOf(log, verificationId)! };
   };
   /** Attempt times relative to the first, against the schedule's offsets. */
@@ -94,15 +97,28 @@ forEachTarget((target) => {
       assert.equal(second!.deliveryId, first!.deliveryId, 'X-Service-Delivery is the same across retries');
       assert.ok(second!.request.rawBody.equals(first!.request.rawBody), 'the retry sends the same bytes');
       assert.equal(header(second!.request, 'x-service-signature'), header(first!.request, 'x-service-signature'));
-      assert.deepEqual(requests.map((r) => r.answeredStatus), [500, 200]);
+      assert.deepEqual(
+        requests.map((r) => r.answeredStatus),
+        [500, 200],
+      );
 
       const { delivery } = await logFor(endpoint, verification.verification_id, finished, attemptWaitMs(target, 2), 'the delivery finished');
       assert.equal(delivery.delivery_id, first!.deliveryId, 'delivery_id is the X-Service-Delivery');
       assert.equal(delivery.event_id, first!.payload.event_id);
       assert.equal(delivery.status, 'succeeded');
-      assert.deepEqual(delivery.attempts.map((a) => a.status_code), [500, 200]);
-      assert.deepEqual(delivery.attempts.map((a) => a.attempt), [1, 2]);
-      assert.deepEqual(delivery.attempts.map((a) => a.error), [null, null], 'an answered attempt has no error');
+      assert.deepEqual(
+        delivery.attempts.map((a) => a.status_code),
+        [500, 200],
+      );
+      assert.deepEqual(
+        delivery.attempts.map((a) => a.attempt),
+        [1, 2],
+      );
+      assert.deepEqual(
+        delivery.attempts.map((a) => a.error),
+        [null, null],
+        'an answered attempt has no error',
+      );
       assert.equal(delivery.next_attempt_at, null);
       assertOnSchedule(delivery);
       assert.equal(session.receiver.requestsTo(path).length, 2, 'nothing is sent after the 200');
@@ -116,7 +132,10 @@ forEachTarget((target) => {
       const verification = await session.createVerification(synthetic);
       await session.receiver.waitForCount(endpoint.path, 2, attemptWaitMs(target, 2));
       const { delivery } = await logFor(endpoint, verification.verification_id, finished, attemptWaitMs(target, 2), 'the delivery finished');
-      assert.deepEqual(delivery.attempts.map((a) => a.status_code), [307, 200]);
+      assert.deepEqual(
+        delivery.attempts.map((a) => a.status_code),
+        [307, 200],
+      );
       assert.equal(delivery.status, 'succeeded');
       assert.deepEqual(session.receiver.requestsTo(trap), [], 'the Location was followed');
     });
@@ -127,10 +146,16 @@ forEachTarget((target) => {
       const accepted = await session.registerReceiver('accepted', ['verification.completed']);
       session.receiver.answerAlways(accepted.path, 202);
       const verification = await session.createVerification(synthetic);
-      for (const [endpoint, status] of [[noContent, 204], [accepted, 202]] as const) {
+      for (const [endpoint, status] of [
+        [noContent, 204],
+        [accepted, 202],
+      ] as const) {
         const { delivery } = await logFor(endpoint, verification.verification_id, finished, attemptWaitMs(target, 1), 'the delivery finished');
         assert.equal(delivery.status, 'succeeded', `a ${status}`);
-        assert.deepEqual(delivery.attempts.map((a) => a.status_code), [status]);
+        assert.deepEqual(
+          delivery.attempts.map((a) => a.status_code),
+          [status],
+        );
       }
     });
   });
@@ -147,7 +172,13 @@ forEachTarget((target) => {
       session.receiver.script(path, { status: 200, delayMs: timeoutMs + 1_000 });
       const verification = await session.createVerification(synthetic);
 
-      const { delivery: afterFirst } = await logFor(endpoint, verification.verification_id, (d) => d.attempts.length >= 1, attemptWaitMs(target, 1), 'the first attempt');
+      const { delivery: afterFirst } = await logFor(
+        endpoint,
+        verification.verification_id,
+        (d) => d.attempts.length >= 1,
+        attemptWaitMs(target, 1),
+        'the first attempt',
+      );
       const [attempt] = afterFirst.attempts;
       assert.equal(attempt!.status_code, null, 'no response arrived');
       assert.equal(typeof attempt!.error, 'string');
@@ -163,7 +194,10 @@ forEachTarget((target) => {
       }
       const { delivery } = await logFor(endpoint, verification.verification_id, finished, attemptWaitMs(target, 2), 'the retry');
       assert.equal(delivery.status, 'succeeded');
-      assert.deepEqual(delivery.attempts.map((a) => a.status_code), [null, 200]);
+      assert.deepEqual(
+        delivery.attempts.map((a) => a.status_code),
+        [null, 200],
+      );
       const requests = session.receiver.requestsTo(path);
       assert.equal(requests.length, 2);
       assert.equal(header(requests[1]!, 'x-service-delivery'), header(requests[0]!, 'x-service-delivery'), 'the same delivery');
@@ -183,15 +217,27 @@ forEachTarget((target) => {
       const { delivery, log } = await logFor(endpoint, verification.verification_id, finished, attemptWaitMs(target, schedule.length), 'the delivery failed');
       assert.equal(delivery.status, 'failed');
       assert.equal(delivery.attempts.length, schedule.length, 'one attempt per schedule entry');
-      assert.deepEqual(delivery.attempts.map((a) => a.status_code), schedule.map(() => 500));
-      assert.deepEqual(delivery.attempts.map((a) => a.attempt), schedule.map((_, i) => i + 1));
+      assert.deepEqual(
+        delivery.attempts.map((a) => a.status_code),
+        schedule.map(() => 500),
+      );
+      assert.deepEqual(
+        delivery.attempts.map((a) => a.attempt),
+        schedule.map((_, i) => i + 1),
+      );
       assert.equal(delivery.next_attempt_at, null, 'nothing more is scheduled');
       assertOnSchedule(delivery);
       const requests = session.receiver.requestsTo(path);
       assert.equal(requests.length, schedule.length, 'the receiver saw every attempt, and no more');
       const received = requests.map((request) => assertEventRequest(request, endpoint, rows));
-      assert.ok(received.every((r) => r.deliveryId === delivery.delivery_id), 'one X-Service-Delivery, the delivery_id, across the retries');
-      assert.ok(received.every((r) => r.request.rawBody.equals(received[0]!.request.rawBody)), 'the same bytes every time');
+      assert.ok(
+        received.every((r) => r.deliveryId === delivery.delivery_id),
+        'one X-Service-Delivery, the delivery_id, across the retries',
+      );
+      assert.ok(
+        received.every((r) => r.request.rawBody.equals(received[0]!.request.rawBody)),
+        'the same bytes every time',
+      );
 
       // The replay: a new delivery of the same event (P15), which this time is acknowledged.
       session.receiver.answerAlways(path, 200);
@@ -208,21 +254,33 @@ forEachTarget((target) => {
       assert.equal(replay.status, 'pending', 'queued, not yet attempted');
       assert.deepEqual(replay.attempts, []);
 
-      const [arrived] = await session.receiver.waitFor(path, (all) => all.some((r) => header(r, 'x-service-delivery') === replay.delivery_id), attemptWaitMs(target, 1), 'the replay').then((all) =>
-        all.filter((r) => header(r, 'x-service-delivery') === replay.delivery_id),
-      );
+      const [arrived] = await session.receiver
+        .waitFor(path, (all) => all.some((r) => header(r, 'x-service-delivery') === replay.delivery_id), attemptWaitMs(target, 1), 'the replay')
+        .then((all) => all.filter((r) => header(r, 'x-service-delivery') === replay.delivery_id));
       const replayEvent = assertEventRequest(arrived!, endpoint, rows);
       assert.equal(replayEvent.payload.event_id, delivery.event_id, 'the body carries the original event_id');
       assert.ok(arrived!.rawBody.equals(received[0]!.request.rawBody), 'the replay sends the event as first sent');
 
-      const after = await session.waitForLog(webhook.webhook_id, (entries) => entries.some((d) => d.delivery_id === replay.delivery_id && finished(d)), attemptWaitMs(target, 1), 'the replay finished');
+      const after = await session.waitForLog(
+        webhook.webhook_id,
+        (entries) => entries.some((d) => d.delivery_id === replay.delivery_id && finished(d)),
+        attemptWaitMs(target, 1),
+        'the replay finished',
+      );
       const loggedReplay = after.find((d) => d.delivery_id === replay.delivery_id)!;
       assert.equal(loggedReplay.status, 'succeeded');
       assert.equal(loggedReplay.replay_of, delivery.delivery_id);
-      assert.deepEqual(loggedReplay.attempts.map((a) => a.status_code), [200]);
+      assert.deepEqual(
+        loggedReplay.attempts.map((a) => a.status_code),
+        [200],
+      );
       const ids = after.map((d) => d.delivery_id);
       assert.ok(ids.indexOf(replay.delivery_id) < ids.indexOf(delivery.delivery_id), 'newest first: the replay before the original');
-      assert.deepEqual(after.find((d) => d.delivery_id === delivery.delivery_id), log.find((d) => d.delivery_id === delivery.delivery_id), 'the original is left as it was');
+      assert.deepEqual(
+        after.find((d) => d.delivery_id === delivery.delivery_id),
+        log.find((d) => d.delivery_id === delivery.delivery_id),
+        'the original is left as it was',
+      );
     });
 
     it('a delivery still being attempted cannot be replayed: 422 unprocessable', async function () {
@@ -241,7 +299,10 @@ forEachTarget((target) => {
       const delivery = log.find((d) => d.delivery_id === deliveryId);
       assert.ok(delivery, 'the delivery is in the log under its X-Service-Delivery');
       assert.equal(delivery.status, 'pending', 'still being attempted');
-      assert.ok(delivery.next_attempt_at !== null && !Number.isNaN(Date.parse(delivery.next_attempt_at)), `a pending delivery has its next attempt time (${delivery.next_attempt_at})`);
+      assert.ok(
+        delivery.next_attempt_at !== null && !Number.isNaN(Date.parse(delivery.next_attempt_at)),
+        `a pending delivery has its next attempt time (${delivery.next_attempt_at})`,
+      );
       assert.equal(log.length, 1, 'no replay was queued');
     });
 
@@ -283,7 +344,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('security: receivers\' certificates are verified (D16)', () => {
+  describe("security: receivers' certificates are verified (D16)", () => {
     it('a receiver whose certificate comes from a CA the service does not trust gets no request; the attempt is logged without a status and with an error', async function () {
       const other = makeTestCa();
       const untrusted = await WebhookReceiver.start(other, target.webhooks.receiverHost);
@@ -324,7 +385,10 @@ forEachTarget((target) => {
         assert.match(delivery.attempts[0]!.error ?? '', TLS_ERROR, 'the error is about the certificate');
         assert.deepEqual(wrongName.requestsTo(path), []);
         // Control: with the trusted CA and no name check, the receiver answers.
-        assert.equal(await reach(wrongName.urlFor(wrongName.newPath('control')), { ca: readCaDir(target.webhooks.caDir!).ca, checkServerIdentity: () => undefined }), 200);
+        assert.equal(
+          await reach(wrongName.urlFor(wrongName.newPath('control')), { ca: readCaDir(target.webhooks.caDir!).ca, checkServerIdentity: () => undefined }),
+          200,
+        );
       } finally {
         await wrongName.close();
       }
@@ -350,7 +414,11 @@ forEachTarget((target) => {
       assert.ok(!log.text.includes(delivery.delivery_id));
       assertError(await session.replay(endpoint.webhook.webhook_id, delivery.delivery_id, 'otherLender'), 404, 'not_found');
       const own = (await session.log(endpoint.webhook.webhook_id)).filter((d) => d.verification_id === verificationId);
-      assert.deepEqual(own.map((d) => d.delivery_id), [delivery.delivery_id], 'no replay was queued');
+      assert.deepEqual(
+        own.map((d) => d.delivery_id),
+        [delivery.delivery_id],
+        'no replay was queued',
+      );
     });
   });
 });

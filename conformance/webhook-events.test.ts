@@ -83,7 +83,9 @@ async function runEvents(target: Target, session: WebhookSession): Promise<Event
   const watched: Watched[] = await Promise.all(
     created.map(async ({ scenario, created: resource }) => {
       const last = scenario.path.at(-1)!;
-      const final = (TERMINAL_STATES as readonly string[]).includes(last) ? await session.untilTerminal(resource.verification_id) : await session.getVerification(resource.verification_id);
+      const final = (TERMINAL_STATES as readonly string[]).includes(last)
+        ? await session.untilTerminal(resource.verification_id)
+        : await session.getVerification(resource.verification_id);
       assert.equal(final.status, last, `${scenario.name}: ends ${last}`);
       return { scenario, created: resource, final, moves: movesAlong(rows, scenario.path) };
     }),
@@ -152,7 +154,9 @@ forEachTarget((target) => {
         const label = endpointRun.endpoint.path;
         const expected = watched.flatMap((w) => expectedFor(w, endpointRun.endpoint.events).map((event) => `${w.scenario.name} ${event}`)).sort();
         const byId = new Map(watched.map((w) => [w.created.verification_id, w.scenario.name]));
-        const got = distinctDeliveries(ours).map((event) => `${byId.get(event.payload.verification_id)} ${event.payload.event}`).sort();
+        const got = distinctDeliveries(ours)
+          .map((event) => `${byId.get(event.payload.verification_id)} ${event.payload.event}`)
+          .sort();
         assert.deepEqual(got, expected, `${label} (${endpointRun.endpoint.events.join(', ')})`);
         // Its own lender account: nothing else can have produced an event for these endpoints.
         if (dedicatedLender) assert.equal(all.length, ours.length, `${label} received events of verifications this test did not make`);
@@ -166,7 +170,10 @@ forEachTarget((target) => {
       const tapeOnly = endpoints.find((e) => e.endpoint.events.length === 1 && e.endpoint.events[0] === 'tape.updated')!;
       const ours = new Set(watched.map((w) => w.created.verification_id));
       assert.deepEqual((await received(tapeOnly)).ours, []);
-      assert.deepEqual(tapeOnly.log.filter((d) => ours.has(d.verification_id)), []);
+      assert.deepEqual(
+        tapeOnly.log.filter((d) => ours.has(d.verification_id)),
+        [],
+      );
     });
 
     it('a verification waiting for consent emits nothing', async () => {
@@ -174,12 +181,15 @@ forEachTarget((target) => {
       const waiting = watched.find((w) => w.scenario.name === 'real creator')!;
       assert.equal(waiting.final.status, 'pending_consent');
       for (const endpointRun of endpoints) {
-        assert.ok(!endpointRun.requests.some((r) => r.rawBody.toString().includes(waiting.created.verification_id)), `${endpointRun.endpoint.path} got an event for it`);
+        assert.ok(
+          !endpointRun.requests.some((r) => r.rawBody.toString().includes(waiting.created.verification_id)),
+          `${endpointRun.endpoint.path} got an event for it`,
+        );
         assert.ok(!endpointRun.log.some((d) => d.verification_id === waiting.created.verification_id), `${endpointRun.endpoint.path} logged a delivery for it`);
       }
     });
 
-    it('every request is a signed JSON POST (sha256=<hex> of the raw body), X-Service-Event equal to the body\'s event, X-Service-Delivery a UUID, headers as AsyncAPI has them', async () => {
+    it("every request is a signed JSON POST (sha256=<hex> of the raw body), X-Service-Event equal to the body's event, X-Service-Delivery a UUID, headers as AsyncAPI has them", async () => {
       // assertEventRequest checks exactly that on every request of every endpoint, ours or not.
       const { endpoints } = await run;
       let checked = 0;
@@ -197,18 +207,22 @@ forEachTarget((target) => {
         for (const { payload } of (await received(endpointRun)).ours) {
           const w = byId.get(payload.verification_id)!;
           assert.equal(payload.obligor_reference, w.created.obligor_reference, `${w.scenario.name}: obligor_reference`);
-          assert.deepEqual(payload.data, {
-            verification_id: w.created.verification_id,
-            obligor_reference: w.created.obligor_reference,
-            status: w.final.status,
-            ...(payload.event === 'verification.failed' ? { reason: payload.reason } : {}),
-          }, `${w.scenario.name}: data`);
+          assert.deepEqual(
+            payload.data,
+            {
+              verification_id: w.created.verification_id,
+              obligor_reference: w.created.obligor_reference,
+              status: w.final.status,
+              ...(payload.event === 'verification.failed' ? { reason: payload.reason } : {}),
+            },
+            `${w.scenario.name}: data`,
+          );
           assert.equal(payload.data.status, w.final.status, `${w.scenario.name}: data.status is the state the verification reached`);
         }
       }
     });
 
-    it('verification.failed carries the reason of its prefix, which is the verification\'s failure_reason', async () => {
+    it("verification.failed carries the reason of its prefix, which is the verification's failure_reason", async () => {
       const { endpoints, watched } = await run;
       const byId = new Map(watched.map((w) => [w.created.verification_id, w]));
       let failed = 0;
@@ -227,7 +241,7 @@ forEachTarget((target) => {
       assert.equal(failed, 2 * SCENARIOS.filter((s) => s.reason).length, 'each failure reached the two endpoints subscribed to verification.failed');
     });
 
-    it('occurred_at is the time of the move: the verification\'s updated_at for every terminal move', async () => {
+    it("occurred_at is the time of the move: the verification's updated_at for every terminal move", async () => {
       const { endpoints, watched } = await run;
       const byId = new Map(watched.map((w) => [w.created.verification_id, w]));
       for (const endpointRun of endpoints) {
@@ -236,7 +250,11 @@ forEachTarget((target) => {
           const move = w.moves.find((row) => row.emits === payload.event);
           assert.ok(move, `${w.scenario.name}: no move of its path emits ${payload.event}`);
           if (!(TERMINAL_STATES as readonly string[]).includes(move.to)) continue;
-          assert.equal(Date.parse(payload.occurred_at), Date.parse(w.final.updated_at), `${w.scenario.name}: occurred_at ${payload.occurred_at}, updated_at ${w.final.updated_at}`);
+          assert.equal(
+            Date.parse(payload.occurred_at),
+            Date.parse(w.final.updated_at),
+            `${w.scenario.name}: occurred_at ${payload.occurred_at}, updated_at ${w.final.updated_at}`,
+          );
           assert.ok(Date.parse(payload.occurred_at) >= Date.parse(w.created.created_at), `${w.scenario.name}: occurred_at before created_at`);
         }
       }
@@ -298,7 +316,11 @@ forEachTarget((target) => {
           assert.equal(delivery.verification_id, payload.verification_id);
           assert.equal(delivery.next_attempt_at, null, 'nothing more to send');
           assert.equal(delivery.replay_of ?? null, null, 'not a replay');
-          assert.deepEqual(delivery.attempts.map((a) => a.attempt), delivery.attempts.map((_, i) => i + 1), 'attempts are numbered from 1');
+          assert.deepEqual(
+            delivery.attempts.map((a) => a.attempt),
+            delivery.attempts.map((_, i) => i + 1),
+            'attempts are numbered from 1',
+          );
           assert.equal(delivery.attempts.filter((a) => a.status_code !== null).length, requests.length, 'one answered attempt per request received');
           const last = delivery.attempts.at(-1)!;
           assert.equal(last.status_code, 200);
@@ -313,7 +335,11 @@ forEachTarget((target) => {
       const full = await s.log(busiest.endpoint.webhook.webhook_id);
       assert.ok(full.length >= 4, `only ${full.length} deliveries to page through`);
       const times = full.map((d) => Date.parse(d.created_at));
-      assert.deepEqual(times, [...times].sort((a, b) => b - a), 'newest first');
+      assert.deepEqual(
+        times,
+        [...times].sort((a, b) => b - a),
+        'newest first',
+      );
       const paged: Delivery[] = [];
       let startingAfter: string | undefined;
       for (;;) {
@@ -326,7 +352,10 @@ forEachTarget((target) => {
         assert.equal(page.data.length, 3, 'only the last page is short');
         startingAfter = page.data.at(-1)!.delivery_id;
       }
-      assert.deepEqual(paged.map((d) => d.delivery_id), full.map((d) => d.delivery_id));
+      assert.deepEqual(
+        paged.map((d) => d.delivery_id),
+        full.map((d) => d.delivery_id),
+      );
     });
   });
 });

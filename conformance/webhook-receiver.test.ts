@@ -60,7 +60,17 @@ describe('conformance webhook tools: the signature check (6.3, D15)', () => {
     assert.ok(!verifySignature(`${body} `, header, EXAMPLE_SECRET), 'a trailing space');
     assert.ok(!verifySignature(JSON.stringify(JSON.parse(body), null, 2), header, EXAMPLE_SECRET), 'the same JSON, re-serialised');
     assert.ok(!verifySignature(body.replace('"event"', '"Event"'), header, EXAMPLE_SECRET), 'one changed byte');
-    for (const malformed of [undefined, '', 'sha256=', `sha1=${hex}`, `sha256=${hex.slice(0, 63)}`, `sha256=${hex}00`, `sha256=${hex.slice(0, 62)}zz`, `sha256=${hex},sha256=${hex}`, `v1=${hex}`]) {
+    for (const malformed of [
+      undefined,
+      '',
+      'sha256=',
+      `sha1=${hex}`,
+      `sha256=${hex.slice(0, 63)}`,
+      `sha256=${hex}00`,
+      `sha256=${hex.slice(0, 62)}zz`,
+      `sha256=${hex},sha256=${hex}`,
+      `v1=${hex}`,
+    ]) {
       assert.ok(!verifySignature(body, malformed, EXAMPLE_SECRET), `header ${JSON.stringify(malformed)}`);
     }
     assert.ok(!verifySignature(body, [header, header], EXAMPLE_SECRET), 'a repeated header');
@@ -109,8 +119,14 @@ describe('conformance webhook tools: the receiver', () => {
     assert.deepEqual([await post(path, body), await post(path, body), await post(path, body), await post(other, body)], [500, 503, 200, 410]);
     const recorded = receiver.requestsTo(path);
     assert.equal(recorded.length, 3);
-    assert.ok(recorded.every((r) => r.rawBody.equals(body)), 'the raw bytes, unparsed');
-    assert.deepEqual(recorded.map((r) => r.answeredStatus), [500, 503, 200]);
+    assert.ok(
+      recorded.every((r) => r.rawBody.equals(body)),
+      'the raw bytes, unparsed',
+    );
+    assert.deepEqual(
+      recorded.map((r) => r.answeredStatus),
+      [500, 503, 200],
+    );
     assert.equal(recorded[0]!.headers['content-type'], 'application/json');
     assert.ok(recorded[0]!.receivedAt <= recorded[2]!.receivedAt);
     assert.equal(receiver.requestsTo(other).length, 1, 'paths are kept apart');
@@ -133,7 +149,10 @@ describe('conformance webhook tools: the receiver', () => {
     assert.equal(await post(path, body, { 'x-service-signature': signatureOf(body, secret) }), 200);
     assert.equal(await post(path, body, { 'x-service-signature': `sha256=${signatureOf(body, 'whsec_other')}` }), 401);
     assert.equal(await post(path, body), 401);
-    assert.deepEqual(receiver.requestsTo(path).map((r) => r.signature), ['valid', 'valid', 'invalid', 'invalid']);
+    assert.deepEqual(
+      receiver.requestsTo(path).map((r) => r.signature),
+      ['valid', 'valid', 'invalid', 'invalid'],
+    );
   });
 
   it('waitFor resolves once enough requests arrived and fails after its timeout, saying what it saw', async () => {

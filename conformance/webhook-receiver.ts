@@ -172,7 +172,9 @@ export class WebhookReceiver {
       };
       const timer = setTimeout(() => {
         cleanup();
-        const seen = this.requestsTo(path).map((r) => `${String(r.headers['x-service-event'])} ${String(r.headers['x-service-delivery'])} → ${r.answeredStatus}`);
+        const seen = this.requestsTo(path).map(
+          (r) => `${String(r.headers['x-service-event'])} ${String(r.headers['x-service-delivery'])} → ${r.answeredStatus}`,
+        );
         reject(new Error(`${path}: ${what} did not arrive within ${timeoutMs} ms; received ${seen.length}: ${seen.join(', ') || 'nothing'}`));
       }, timeoutMs);
       const cleanup = () => {
@@ -242,7 +244,14 @@ export function receiverFor(caDir: string, host: string): Promise<WebhookReceive
 export async function closeReceivers(): Promise<void> {
   const started = [...receivers.values()];
   receivers.clear();
-  await Promise.all(started.map((receiver) => receiver.then((r) => r.close(), () => undefined)));
+  await Promise.all(
+    started.map((receiver) =>
+      receiver.then(
+        (r) => r.close(),
+        () => undefined,
+      ),
+    ),
+  );
   if (suiteCa) {
     rmSync(suiteCa.dir, { recursive: true, force: true });
     suiteCa = undefined;

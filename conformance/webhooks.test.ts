@@ -3,15 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { forEachPrivateTargetsRefusedTarget, forEachTarget, requireKey, requireSandbox, type ApiResponse, type Target } from './harness.ts';
 import { SYNTHETIC_CREATORS } from './sandbox.ts';
 import { EventContract } from './event-contract.ts';
-import {
-  attemptWaitMs,
-  finished,
-  requirePrivateTargets,
-  requireWebhooks,
-  WEBHOOKS_PATH,
-  WebhookSession,
-  type WebhookResource,
-} from './webhooks.ts';
+import { attemptWaitMs, finished, requirePrivateTargets, requireWebhooks, WEBHOOKS_PATH, WebhookSession, type WebhookResource } from './webhooks.ts';
 import { assertError, type ErrorBody } from './assertions.ts';
 
 /**
@@ -25,8 +17,6 @@ const CLOCK_SKEW_MS = 5 * 60 * 1000;
 const SECRET = /^whsec_[A-Za-z0-9]{32,}$/;
 const WEBHOOK_ID = /^whk_[A-Za-z0-9]{8,64}$/;
 const neverIssuedWebhookId = () => `whk_${randomBytes(10).toString('hex')}`;
-
-
 
 /** A validation_error about `url` (the message or details name it). */
 function assertUrlRefused(response: ApiResponse, url: string): void {
@@ -145,7 +135,7 @@ forEachTarget((target) => {
       assert.notEqual(again.secret, created.secret, 'each endpoint has its own secret');
     });
 
-    it('GET /webhooks: the lender\'s endpoints, oldest first, as created but never with a secret', async function () {
+    it("GET /webhooks: the lender's endpoints, oldest first, as created but never with a secret", async function () {
       requireWebhooks(this, target);
       const first = await session.register(session.receiver.urlFor(session.receiver.newPath('list-1')), ['verification.completed']);
       const second = await session.register(session.receiver.urlFor(session.receiver.newPath('list-2')), allEvents());
@@ -159,7 +149,11 @@ forEachTarget((target) => {
       for (const webhook of listed) assert.equal('secret' in webhook, false, `${webhook.webhook_id} is listed with a secret`);
       for (const secret of [firstSecret, secondSecret]) assert.ok(!response.text.includes(secret), 'a secret appears in the list');
       const times = listed.map((webhook) => Date.parse(webhook.created_at));
-      assert.deepEqual(times, [...times].sort((a, b) => a - b), 'oldest first');
+      assert.deepEqual(
+        times,
+        [...times].sort((a, b) => a - b),
+        'oldest first',
+      );
     });
 
     it('DELETE /webhooks/{id}: 204 without a body; then it is not listed, and DELETE and its delivery log are 404', async function () {
@@ -189,9 +183,19 @@ forEachTarget((target) => {
 
       assert.equal((await session.remove(gone.webhook.webhook_id)).status, 204);
       const after = await session.createVerification(reference);
-      await receiver.waitFor(kept.path, (requests) => requests.some((r) => r.rawBody.toString().includes(after.verification_id)), attemptWaitMs(target, 1), 'the event of the second verification');
+      await receiver.waitFor(
+        kept.path,
+        (requests) => requests.some((r) => r.rawBody.toString().includes(after.verification_id)),
+        attemptWaitMs(target, 1),
+        'the event of the second verification',
+      );
       // The batch that carried it is recorded; anything for the deleted endpoint would have gone with it.
-      await session.waitForLog(kept.webhook.webhook_id, (log) => log.some((d) => d.verification_id === after.verification_id && finished(d)), attemptWaitMs(target, 1), 'the second delivery finished');
+      await session.waitForLog(
+        kept.webhook.webhook_id,
+        (log) => log.some((d) => d.verification_id === after.verification_id && finished(d)),
+        attemptWaitMs(target, 1),
+        'the second delivery finished',
+      );
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const toGone = receiver.requestsTo(gone.path).map((r) => r.rawBody.toString());
       assert.ok(!toGone.some((body) => body.includes(after.verification_id)), `the deleted endpoint received ${toGone.join('\n')}`);
@@ -215,7 +219,13 @@ forEachTarget((target) => {
 
     it('events empty, unknown or repeated: 400 validation_error naming events', async function () {
       requireWebhooks(this, target);
-      for (const events of [[], ['verification.created'], ['VERIFICATION.COMPLETED'], ['verification.completed', 'verification.completed'], 'verification.completed']) {
+      for (const events of [
+        [],
+        ['verification.created'],
+        ['VERIFICATION.COMPLETED'],
+        ['verification.completed', 'verification.completed'],
+        'verification.completed',
+      ]) {
         const body = assertError(await session.create({ url: validUrl(), events }), 400, 'validation_error');
         assert.match(JSON.stringify(body), /\bevents\b/, `events ${JSON.stringify(events)}: ${JSON.stringify(body)}`);
       }
@@ -284,7 +294,11 @@ forEachTarget((target) => {
 
   describe('security: who may manage webhook endpoints (section 5, D9)', () => {
     const operations = (id: string) => [
-      { name: 'POST /webhooks', call: (as: null | 'gdpr') => session.request('POST', WEBHOOKS_PATH, { as, json: { url: 'https://hooks.example.com/x', events: ['verification.completed'] } }) },
+      {
+        name: 'POST /webhooks',
+        call: (as: null | 'gdpr') =>
+          session.request('POST', WEBHOOKS_PATH, { as, json: { url: 'https://hooks.example.com/x', events: ['verification.completed'] } }),
+      },
       { name: 'GET /webhooks', call: (as: null | 'gdpr') => session.request('GET', WEBHOOKS_PATH, { as }) },
       { name: 'DELETE /webhooks/{id}', call: (as: null | 'gdpr') => session.request('DELETE', `${WEBHOOKS_PATH}/${id}`, { as }) },
       { name: 'GET /webhooks/{id}/deliveries', call: (as: null | 'gdpr') => session.request('GET', `${WEBHOOKS_PATH}/${id}/deliveries`, { as }) },
@@ -308,7 +322,7 @@ forEachTarget((target) => {
       }
     });
 
-    it("another lender neither sees, deletes, reads the log of, nor replays an endpoint: 404 as for an id that never existed", async function () {
+    it('another lender neither sees, deletes, reads the log of, nor replays an endpoint: 404 as for an id that never existed', async function () {
       requireWebhooks(this, target);
       requireKey(this, target, 'otherLender');
       const webhook = await session.register(session.receiver.urlFor(session.receiver.newPath('tenant')), ['verification.completed']);
@@ -330,7 +344,10 @@ forEachTarget((target) => {
         assert.deepEqual(masked(foreign, webhook.webhook_id), masked(await call(never), never), `${name}: answered like an id that never existed`);
       }
       const stillThere = ((await session.list()).json as { data: WebhookResource[] }).data;
-      assert.ok(stillThere.some((w) => w.webhook_id === webhook.webhook_id), "lender B's DELETE removed lender A's endpoint");
+      assert.ok(
+        stillThere.some((w) => w.webhook_id === webhook.webhook_id),
+        "lender B's DELETE removed lender A's endpoint",
+      );
       assert.equal((await session.deliveries(webhook.webhook_id)).status, 200, 'lender A still reads its log');
     });
 
@@ -365,7 +382,13 @@ forEachPrivateTargetsRefusedTarget((target: Target) => {
     });
 
     it('with a port and a path the same addresses are refused too', async () => {
-      for (const url of ['https://127.0.0.1:8443/hooks', 'https://localhost:443/x?y=1', 'https://[::1]:9000/', 'https://10.1.2.3/a/b', 'https://169.254.169.254/latest/meta-data/']) {
+      for (const url of [
+        'https://127.0.0.1:8443/hooks',
+        'https://localhost:443/x?y=1',
+        'https://[::1]:9000/',
+        'https://10.1.2.3/a/b',
+        'https://169.254.169.254/latest/meta-data/',
+      ]) {
         assertUrlRefused(await create(url), url);
       }
     });

@@ -90,7 +90,7 @@ export function requirePrivateTargets(context: Mocha.Context, target: Target, al
   if (known === allowed) return;
   context.test!.title +=
     known === undefined
-      ? ' (skipped: set CONFORMANCE_PRIVATE_TARGETS_ALLOWED to 1 or 0, the deployment\'s WEBHOOK_ALLOW_PRIVATE_TARGETS)'
+      ? " (skipped: set CONFORMANCE_PRIVATE_TARGETS_ALLOWED to 1 or 0, the deployment's WEBHOOK_ALLOW_PRIVATE_TARGETS)"
       : ` (skipped: the deployment has WEBHOOK_ALLOW_PRIVATE_TARGETS=${known ? 1 : 0})`;
   context.skip();
 }
@@ -212,7 +212,11 @@ export class WebhookSession {
   }
 
   replay(webhookId: string, deliveryId: string, as?: KeyName): Promise<ApiResponse> {
-    return this.request('POST', `${WEBHOOKS_PATH}/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(deliveryId)}/replay`, as === undefined ? {} : { as });
+    return this.request(
+      'POST',
+      `${WEBHOOKS_PATH}/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(deliveryId)}/replay`,
+      as === undefined ? {} : { as },
+    );
   }
 
   /** The whole delivery log, newest first, page after page. */
@@ -237,7 +241,8 @@ export class WebhookSession {
     for (;;) {
       const log = await this.log(webhookId);
       if (done(log)) return log;
-      if (Date.now() >= deadline) assert.fail(`${webhookId}: ${what} not seen in the delivery log within ${timeoutMs} ms; the log:\n${JSON.stringify(log, null, 1)}`);
+      if (Date.now() >= deadline)
+        assert.fail(`${webhookId}: ${what} not seen in the delivery log within ${timeoutMs} ms; the log:\n${JSON.stringify(log, null, 1)}`);
       await sleep(LOG_POLL_MS);
     }
   }

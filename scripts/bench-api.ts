@@ -40,7 +40,6 @@ async function stop(child: ChildProcess): Promise<void> {
   await once(child, 'exit');
 }
 
-
 interface Measurement {
   name: string;
   rps: number;
@@ -107,7 +106,11 @@ async function main(): Promise<void> {
         requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, headers: { ...headers, 'idempotency-key': randomUUID() } }) }],
       }),
     ];
-    const goals: Record<string, number> = { 'GET /verifications/{id}': 0.5, 'GET /verifications/{id}/tape': 0.4, 'POST /verifications (synthetic creator)': 0.2 };
+    const goals: Record<string, number> = {
+      'GET /verifications/{id}': 0.5,
+      'GET /verifications/{id}/tape': 0.4,
+      'POST /verifications (synthetic creator)': 0.2,
+    };
     console.log(`\n${'endpoint'.padEnd(42)} ${'req/s'.padStart(9)} ${'p99 ms'.padStart(7)} ${'ratio'.padStart(6)}  goal      errors`);
     console.log(`${baseline.name.padEnd(42)} ${baseline.rps.toFixed(0).padStart(9)} ${String(baseline.p99).padStart(7)} ${'1.00'.padStart(6)}`);
     for (const r of results) {

@@ -41,6 +41,4 @@ function run(ms: number): { tapes: number; seconds: number; checksum: number } {
 run(1500);
 const { tapes, seconds, checksum } = run(4000);
 console.log(`scoring benchmark: 24 months x 2 platforms, computeTape + renderTape(2.0.0), one thread, Node ${process.version}`);
-console.log(
-  `${Math.round(tapes / seconds).toLocaleString('en-US')} tapes/second (${tapes} tapes in ${seconds.toFixed(2)} s; checksum ${checksum.toFixed(2)})`,
-);
+console.log(`${Math.round(tapes / seconds).toLocaleString('en-US')} tapes/second (${tapes} tapes in ${seconds.toFixed(2)} s; checksum ${checksum.toFixed(2)})`);

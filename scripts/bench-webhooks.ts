@@ -17,7 +17,6 @@ const root = new URL('..', import.meta.url).pathname;
 const endpoints = Number(process.env.BENCH_ENDPOINTS ?? 10);
 const verifications = Number(process.env.BENCH_VERIFICATIONS ?? 300);
 
-
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 async function main(): Promise<void> {
@@ -33,11 +32,18 @@ async function main(): Promise<void> {
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
     NODE_EXTRA_CA_CERTS: certificates.caFile,
   };
-  const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const base = `http://127.0.0.1:${port}`;
   try {
-    for (let ready = false; !ready; ) {
-      ready = await fetch(`${base}/readyz`).then((r) => r.ok, () => false);
+    for (let ready = false; !ready;) {
+      ready = await fetch(`${base}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (!ready) await new Promise((r) => setTimeout(r, 100));
     }
     const lender = await runAdmin(env, ['lender', 'create', '--name', 'Webhook Benchmark']);
@@ -80,10 +86,14 @@ async function main(): Promise<void> {
       .map((r) => r.receivedAt - Date.parse((JSON.parse(r.rawBody.toString()) as { occurred_at: string }).occurred_at))
       .sort((a, b) => a - b);
     const rate = expected / ((last - first) / 1000);
-    console.log(`webhook benchmark: ${verifications} completed verifications x ${endpoints} endpoints = ${expected} deliveries, database ${env.DATABASE_URL.split(':')[0]}, Node ${process.version}`);
+    console.log(
+      `webhook benchmark: ${verifications} completed verifications x ${endpoints} endpoints = ${expected} deliveries, database ${env.DATABASE_URL.split(':')[0]}, Node ${process.version}`,
+    );
     console.log(`  creation took ${((created - started) / 1000).toFixed(1)} s; deliveries spanned ${((last - first) / 1000).toFixed(1)} s`);
     console.log(`  deliveries per second:           ${rate.toFixed(0)}   (goal >= 500: ${rate >= 500 ? 'met' : 'MISSED'})`);
-    console.log(`  state change -> first attempt:   p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms   (goal p99 <= 250 ms: ${percentile(latencies, 99) <= 250 ? 'met' : 'MISSED'})`);
+    console.log(
+      `  state change -> first attempt:   p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms   (goal p99 <= 250 ms: ${percentile(latencies, 99) <= 250 ? 'met' : 'MISSED'})`,
+    );
   } finally {
     server.kill('SIGTERM');
     await once(server, 'exit');

@@ -5,7 +5,9 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { operationCoverage } from '../src/operations.ts';
 
-const spec = parse(readFileSync(new URL('../spec/openapi.yaml', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, { operationId: string }>> };
+const spec = parse(readFileSync(new URL('../spec/openapi.yaml', import.meta.url), 'utf8')) as {
+  paths: Record<string, Record<string, { operationId: string }>>;
+};
 const ids: string[] = Object.values(spec.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
 const coverage = operationCoverage(ids);
 

@@ -91,11 +91,15 @@ writeFileSync(join(out, 'openapi.json'), JSON.stringify(openapi, null, 2) + '\n'
 writeFileSync(join(out, 'api.ts'), banner + astToString(await openapiTS(openapi as never, { alphabetize: false })));
 
 const tapeDir = join(root, 'spec/schemas/tape');
-const tapeFiles = readdirSync(tapeDir).filter((f) => /^\d+\.\d+\.\d+\.json$/.test(f)).sort();
+const tapeFiles = readdirSync(tapeDir)
+  .filter((f) => /^\d+\.\d+\.\d+\.json$/.test(f))
+  .sort();
 writeFileSync(join(out, 'tape.ts'), await jsonSchemaTypes('RiskTapeVersions', tapeDir, tapeFiles));
 
 const eventDir = join(root, 'spec/schemas/events');
-const eventFiles = readdirSync(eventDir).filter((f) => f !== 'common.json' && f.endsWith('.json')).sort();
+const eventFiles = readdirSync(eventDir)
+  .filter((f) => f !== 'common.json' && f.endsWith('.json'))
+  .sort();
 writeFileSync(join(out, 'events.ts'), await jsonSchemaTypes('WebhookEvents', eventDir, eventFiles));
 
 // Keep JSON output parseable by the tools that read it: the banner travels as `x-generated`.

@@ -5,12 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  computeTape,
-  SYNTHETIC_CREATORS,
-  syntheticTapeInput,
-  type SyntheticReference,
-} from '../src/tape/index.ts';
+import { computeTape, SYNTHETIC_CREATORS, syntheticTapeInput, type SyntheticReference } from '../src/tape/index.ts';
 import { GOLDEN_NOW, goldenVerificationId } from '../test/support/golden.ts';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'spec/examples/tapes');

@@ -28,10 +28,18 @@ async function main(): Promise<void> {
   // catalogue error in JSON, never Node's bare status line (D7).
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || error.code === 'ECONNRESET') return socket.destroy();
-    const body = JSON.stringify({ error: 'bad_request', message: error.code === 'HPE_HEADER_OVERFLOW' ? 'Request headers are too large.' : 'Malformed HTTP request.' });
+    const body = JSON.stringify({
+      error: 'bad_request',
+      message: error.code === 'HPE_HEADER_OVERFLOW' ? 'Request headers are too large.' : 'Malformed HTTP request.',
+    });
     void (async () => {
       const quota = await anonymousQuotaHeaders(service.rateLimits, socket.remoteAddress).catch(() => ({}));
-      const headers = Object.entries({ ...quota, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close' })
+      const headers = Object.entries({
+        ...quota,
+        'Content-Type': 'application/json; charset=utf-8',
+        'Content-Length': String(Buffer.byteLength(body)),
+        Connection: 'close',
+      })
         .map(([name, value]) => `${name}: ${value}\r\n`)
         .join('');
       if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\n${headers}\r\n${body}`);

@@ -18,7 +18,9 @@ async function pressOnProviderPage(pageUrl: string, buttonText: string, account?
   const page = await fetch(pageUrl);
   assert.equal(page.status, 200, await page.clone().text());
   const html = await page.text();
-  const form = [...html.matchAll(/<form\b[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)].find((m) => new RegExp(`>${buttonText}</button>`).test(m[2]!) && (!account || m[2]!.includes(account)));
+  const form = [...html.matchAll(/<form\b[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)].find(
+    (m) => new RegExp(`>${buttonText}</button>`).test(m[2]!) && (!account || m[2]!.includes(account)),
+  );
   assert.ok(form, `no ${buttonText} button${account ? ` for ${account}` : ''} on ${pageUrl}`);
   const body = new URLSearchParams();
   for (const input of form[2]!.matchAll(/<input\b([^>]*)>/g)) {
@@ -29,7 +31,12 @@ async function pressOnProviderPage(pageUrl: string, buttonText: string, account?
   const button = new RegExp(`<button[^>]*name="([^"]*)"[^>]*value="([^"]*)"[^>]*>${buttonText}</button>`).exec(form[2]!);
   assert.ok(button);
   body.append(button[1]!, button[2]!);
-  const answer = await fetch(new URL(form[1]!, pageUrl), { method: 'POST', body, redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const answer = await fetch(new URL(form[1]!, pageUrl), {
+    method: 'POST',
+    body,
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
   assert.equal(answer.status, 302, await answer.text());
   return new URL(answer.headers.get('location')!);
 }
@@ -132,7 +139,10 @@ for (const factory of testDatabases()) {
       assert.equal((await request(service.app).post(`${path}/connect/youtube`)).status, 422, 'a second connection of one platform');
       const stored = await service.db.knex('platform_connections').where({ verification_id: id });
       for (const row of stored) {
-        assert.ok(row.access_token_ciphertext && !row.access_token_ciphertext.includes('ya29') && !row.access_token_ciphertext.startsWith('sk_'), 'a token is stored in the clear');
+        assert.ok(
+          row.access_token_ciphertext && !row.access_token_ciphertext.includes('ya29') && !row.access_token_ciphertext.startsWith('sk_'),
+          'a token is stored in the clear',
+        );
       }
       assert.equal(stored.find((r: { platform: string }) => r.platform === 'youtube').account_email, email);
 
@@ -144,7 +154,9 @@ for (const factory of testDatabases()) {
       const youtube12 = last12.reduce((sum, m) => sum + youtubeRevenue[m]!, 0);
       // USD 108.00 a month at the sandbox reference rate of 1.08 USD per euro (D17) is EUR 100.00.
       const stripe12 = last12.reduce((sum, m) => sum + (30000 + 100 * months.indexOf(m) + 20000 - 5000) / 100 + 100, 0);
-      const byPlatform = Object.fromEntries(tape.cashflow_summary.per_platform.map((p: { platform: string; revenue_12m_total_eur: number }) => [p.platform, p.revenue_12m_total_eur]));
+      const byPlatform = Object.fromEntries(
+        tape.cashflow_summary.per_platform.map((p: { platform: string; revenue_12m_total_eur: number }) => [p.platform, p.revenue_12m_total_eur]),
+      );
       assert.equal(byPlatform.youtube, youtube12);
       assert.equal(byPlatform.stripe, stripe12);
       assert.equal(tape.cashflow_summary.revenue_12m_total_eur, Math.round((youtube12 + stripe12) * 100) / 100);

@@ -63,7 +63,13 @@ for (const factory of testDatabases()) {
 
     it('updates plan, rate limit and allowlist, refusing nonsense', async () => {
       const lender = await admin.createLender(ctx, { name: 'Limits Ltd' });
-      const updated = await admin.updateLender(ctx, { id: lender.id, plan: 'production', rateLimit: 900, burst: 60, allowlist: ['10.0.0.0/8', '2001:db8::/32', '192.0.2.7'] });
+      const updated = await admin.updateLender(ctx, {
+        id: lender.id,
+        plan: 'production',
+        rateLimit: 900,
+        burst: 60,
+        allowlist: ['10.0.0.0/8', '2001:db8::/32', '192.0.2.7'],
+      });
       assert.deepEqual(
         { plan: updated.plan, rate: updated.rateLimitPerMinute, burst: updated.rateLimitBurst, allowlist: updated.ipAllowlist },
         { plan: 'production', rate: 900, burst: 60, allowlist: ['10.0.0.0/8', '2001:db8::/32', '192.0.2.7/32'] },
@@ -71,7 +77,7 @@ for (const factory of testDatabases()) {
       await assert.rejects(admin.updateLender(ctx, { id: lender.id, allowlist: ['10.0.0.0/33'] }), /not an IP address or CIDR/);
       await assert.rejects(admin.updateLender(ctx, { id: lender.id, rateLimit: 100 }), /go together/);
       await assert.rejects(admin.updateLender(ctx, { id: lender.id, plan: 'gold' }), /plan must be one of/);
-      await assert.rejects(admin.updateLender(ctx, { id: 'lnd_missing' , plan: 'pilot' }), /No lender account/);
+      await assert.rejects(admin.updateLender(ctx, { id: 'lnd_missing', plan: 'pilot' }), /No lender account/);
       assert.equal((await ctx.accounts.findLender(lender.id))?.plan, 'production');
     });
 

@@ -121,7 +121,9 @@ export class AccountsRepository {
   }
 
   async listKeys(lenderId: string): Promise<ApiKeyRecord[]> {
-    const rows = await this.knex<KeyRow>('api_keys').where({ lender_id: lenderId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    const rows = await this.knex<KeyRow>('api_keys')
+      .where({ lender_id: lenderId })
+      .orderBy([{ column: 'created_at' }, { column: 'id' }]);
     return rows.map(toKey);
   }
 

@@ -29,10 +29,7 @@ async function requireLender(ctx: AdminContext, id: string): Promise<LenderAccou
   return lender;
 }
 
-export async function createLender(
-  ctx: AdminContext,
-  input: { name: string; plan?: string; jurisdiction?: string },
-): Promise<LenderAccount> {
+export async function createLender(ctx: AdminContext, input: { name: string; plan?: string; jurisdiction?: string }): Promise<LenderAccount> {
   const name = input.name.trim();
   if (name.length === 0 || name.length > 200) throw new AdminError('name must be 1 to 200 characters');
   const now = ctx.now().toISOString();
@@ -88,7 +85,10 @@ function rateLimitOf(input: { rateLimit?: number; burst?: number }): { perMinute
 }
 
 /** D8: an operator can give one key a higher limit than its lender's plan. */
-export async function setKeyRateLimit(ctx: AdminContext, input: { keyId: string; rateLimit?: number; burst?: number }): Promise<{ perMinute: number; burst: number }> {
+export async function setKeyRateLimit(
+  ctx: AdminContext,
+  input: { keyId: string; rateLimit?: number; burst?: number },
+): Promise<{ perMinute: number; burst: number }> {
   const limit = rateLimitOf(input);
   if (!limit) throw new AdminError('give --rate-limit and --burst');
   if (!(await ctx.accounts.setKeyRateLimit(input.keyId, limit))) throw new AdminError(`No API key ${input.keyId}`);
@@ -111,10 +111,7 @@ export async function setPolicy(
   return merged;
 }
 
-export async function createKey(
-  ctx: AdminContext,
-  input: { lenderId: string; role: string },
-): Promise<{ apiKey: string; record: ApiKeyRecord }> {
+export async function createKey(ctx: AdminContext, input: { lenderId: string; role: string }): Promise<{ apiKey: string; record: ApiKeyRecord }> {
   await requireLender(ctx, input.lenderId);
   const apiKey = generateApiKey(ctx.mode);
   const record: ApiKeyRecord = {
@@ -170,7 +167,14 @@ export async function ensureDemoAccount(ctx: AdminContext, demoApiKey: string): 
   }
   const keyHash = hashApiKey(demoApiKey);
   await ctx.accounts.insertKeyIfAbsent(
-    { id: `key_demo${keyHash.slice(0, 16)}`, lenderId: DEMO_LENDER_ID, role: 'lender', keyPrefix: displayPrefix(demoApiKey), createdAt: ctx.now().toISOString(), revokedAt: null },
+    {
+      id: `key_demo${keyHash.slice(0, 16)}`,
+      lenderId: DEMO_LENDER_ID,
+      role: 'lender',
+      keyPrefix: displayPrefix(demoApiKey),
+      createdAt: ctx.now().toISOString(),
+      revokedAt: null,
+    },
     keyHash,
   );
 }

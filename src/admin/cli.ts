@@ -15,9 +15,7 @@ import { adminContext } from '../service.ts';
 function snakeCase(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snakeCase);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]),
-  );
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]));
 }
 
 /** `--json`, which every command takes. */
@@ -73,7 +71,7 @@ export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>)
     .requiredOption('--id <lenderId>', 'lender account id')
     .option('--plan <plan>', 'pilot or production')
     .option('--jurisdiction <jurisdiction>', 'eu_gdpr, uk_gdpr, difc or other')
-    .option('--rate-limit <perMinute>', 'requests per minute for the account\'s keys', integer('--rate-limit'))
+    .option('--rate-limit <perMinute>', "requests per minute for the account's keys", integer('--rate-limit'))
     .option('--burst <perSecond>', 'requests per second', integer('--burst'))
     .option('--allowlist <cidrs>', 'comma-separated CIDR ranges; empty string allows all', (v: string) => v.split(','))
     .action(async (options: OutputOptions & { id: string; plan?: string; jurisdiction?: string; rateLimit?: number; burst?: number; allowlist?: string[] }) => {
@@ -104,12 +102,14 @@ export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>)
         `API key (shown once, store it now): ${apiKey}`,
       ]);
     });
-  json(key.command('list').description('list a lender\'s keys (never the keys themselves)'))
+  json(key.command('list').description("list a lender's keys (never the keys themselves)"))
     .requiredOption('--lender <lenderId>', 'lender account id')
     .action(async (options: OutputOptions & { lender: string }) => {
       const keys = await run((ctx) => admin.listKeys(ctx, options.lender));
       print(options, keys, () =>
-        keys.length === 0 ? ['No keys.'] : keys.map((k) => `${k.id}  ${k.role.padEnd(10)} ${k.keyPrefix}…  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`),
+        keys.length === 0
+          ? ['No keys.']
+          : keys.map((k) => `${k.id}  ${k.role.padEnd(10)} ${k.keyPrefix}…  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`),
       );
     });
   json(key.command('limit').description('give one key its own rate limit (D8)'))

@@ -102,7 +102,12 @@ export async function startConnection(deps: ConsentDeps, token: string, platform
  * and still open; the code is exchanged, the tokens stored encrypted. Returns the consent link to
  * return to. A refusal on the provider's screen leaves the platform unconnected.
  */
-export async function finishConnection(deps: ConsentDeps, platform: Platform, callbackUrl: URL, publicBaseUrl: string): Promise<{ consentToken: string; connected: boolean }> {
+export async function finishConnection(
+  deps: ConsentDeps,
+  platform: Platform,
+  callbackUrl: URL,
+  publicBaseUrl: string,
+): Promise<{ consentToken: string; connected: boolean }> {
   const state = callbackUrl.searchParams.get('state') ?? '';
   const request = state ? await deps.consent.takeOAuthRequest(sha256Hex(state)) : null;
   if (!request || request.platform !== platform || new Date(request.expiresAt) <= deps.now()) {

@@ -83,7 +83,13 @@ export class ConsentRepository {
   async saveConnection(
     verificationId: string,
     platform: string,
-    connection: { email: string | null; externalAccountId: string | null; accessTokenCiphertext: string; refreshTokenCiphertext: string | null; connectedAt: string },
+    connection: {
+      email: string | null;
+      externalAccountId: string | null;
+      accessTokenCiphertext: string;
+      refreshTokenCiphertext: string | null;
+      connectedAt: string;
+    },
   ): Promise<void> {
     await this.knex('platform_connections')
       .insert({

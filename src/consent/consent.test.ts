@@ -40,7 +40,11 @@ for (const factory of testDatabases()) {
     before(async () => {
       testDb = await factory.create();
       clock = new ManualClock('2026-11-21T10:00:00.000Z');
-      service = await startService(loadConfig({ DATABASE_URL: testDb.url, VALIDATE_RESPONSES: '1', PROCESSING_WINDOW_SECONDS: '900' }), createLogger({ level: 'silent' }), { clock });
+      service = await startService(
+        loadConfig({ DATABASE_URL: testDb.url, VALIDATE_RESPONSES: '1', PROCESSING_WINDOW_SECONDS: '900' }),
+        createLogger({ level: 'silent' }),
+        { clock },
+      );
       const ctx = adminContext({ mode: 'sandbox' }, new AccountsRepository(service.db.knex), clock);
       const lender = await admin.createLender(ctx, { name: 'Northwind Capital' });
       key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
@@ -57,7 +61,8 @@ for (const factory of testDatabases()) {
       assert.match(page.headers['content-type'] ?? '', /text\/html/);
       assert.match(page.text, /Northwind &lt;Capital&gt; asks to verify your creator income/);
       assert.doesNotMatch(page.text, /<Capital>/, 'the lender name is not escaped');
-      for (const text of ['YouTube', 'Stripe', 'yt-analytics-monetary.readonly', 'read_only', 'What is never seen or shared', '2026-11-28 10:00 UTC']) assert.ok(page.text.includes(text), text);
+      for (const text of ['YouTube', 'Stripe', 'yt-analytics-monetary.readonly', 'read_only', 'What is never seen or shared', '2026-11-28 10:00 UTC'])
+        assert.ok(page.text.includes(text), text);
       assert.match(page.text, /<button type="submit" disabled aria-disabled="true">Give consent and finish<\/button>/);
       assert.doesNotMatch(page.text, /<script|https?:\/\/(?!127)/, 'scripts or third-party assets');
       const csp = page.headers['content-security-policy'] ?? '';
@@ -112,7 +117,10 @@ for (const factory of testDatabases()) {
       await connect(path, 'youtube');
       await request(service.app).post(`${path}/complete`);
       // The collection job is held back (its lease is taken) to let the window pass first.
-      await service.db.knex('jobs').where({ subject_id: id, kind: 'verification.collect_income' }).update({ status: 'running', locked_until: '2999-01-01T00:00:00.000Z' });
+      await service.db
+        .knex('jobs')
+        .where({ subject_id: id, kind: 'verification.collect_income' })
+        .update({ status: 'running', locked_until: '2999-01-01T00:00:00.000Z' });
       clock.advance(900_000 - 1);
       await service.jobs.runDue();
       assert.equal((await status(id)).status, 'processing');

@@ -2,8 +2,7 @@ import type { VerificationRecord } from '../verifications/verifications-reposito
 
 // Server-rendered pages for creators: no JavaScript, no third-party assets, every value escaped.
 
-const escape = (text: string): string =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 type Platform = VerificationRecord['creatorPlatforms'][number];
 
@@ -41,12 +40,7 @@ ${body}
 </html>`;
 }
 
-export function consentPage(input: {
-  token: string;
-  verification: VerificationRecord;
-  connections: Map<string, string>;
-  notice?: string;
-}): string {
+export function consentPage(input: { token: string; verification: VerificationRecord; connections: Map<string, string>; notice?: string }): string {
   const { token, verification, connections, notice } = input;
   const lender = escape(verification.lenderName);
   const anyConnected = [...connections.values()].includes('connected');

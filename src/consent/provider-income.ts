@@ -23,7 +23,10 @@ async function withRetries<T>(logger: Logger, what: string, call: () => Promise<
       return await call();
     } catch (error) {
       const transient = error instanceof ProviderError && error.kind === 'transient';
-      logger.warn({ what, attempt, error: (error as Error).message }, transient && attempt < PROVIDER_ATTEMPTS ? 'provider call failed; retrying' : 'provider call failed');
+      logger.warn(
+        { what, attempt, error: (error as Error).message },
+        transient && attempt < PROVIDER_ATTEMPTS ? 'provider call failed; retrying' : 'provider call failed',
+      );
       if (!transient || attempt >= PROVIDER_ATTEMPTS) throw error;
       await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
     }

@@ -48,7 +48,12 @@ export interface PlatformProvider {
 
 const GOOGLE_SCOPES = ['https://www.googleapis.com/auth/yt-analytics-monetary.readonly', 'email'];
 
-function oauthConfiguration(settings: { authorizationUrl: string; tokenUrl: string; issuer: string }, clientId: string, secret: string, allowInsecure: boolean) {
+function oauthConfiguration(
+  settings: { authorizationUrl: string; tokenUrl: string; issuer: string },
+  clientId: string,
+  secret: string,
+  allowInsecure: boolean,
+) {
   const configuration = new oauth.Configuration(
     { issuer: settings.issuer, authorization_endpoint: settings.authorizationUrl, token_endpoint: settings.tokenUrl },
     clientId,
@@ -71,7 +76,12 @@ function fromOAuthError(error: unknown): ProviderError {
 const monthOf = (date: Date) => date.toISOString().slice(0, 7);
 
 export function googleProvider(settings: NonNullable<ProviderSettings['google']>, allowInsecure: boolean): PlatformProvider {
-  const configuration = oauthConfiguration({ ...settings, issuer: new URL(settings.authorizationUrl).origin }, settings.clientId, settings.clientSecret, allowInsecure);
+  const configuration = oauthConfiguration(
+    { ...settings, issuer: new URL(settings.authorizationUrl).origin },
+    settings.clientId,
+    settings.clientSecret,
+    allowInsecure,
+  );
   const analytics = youtubeAnalytics({ version: 'v2', rootUrl: settings.apiRootUrl.replace(/\/?$/, '/'), retry: false });
   return {
     platform: 'youtube',
@@ -91,7 +101,12 @@ export function googleProvider(settings: NonNullable<ProviderSettings['google']>
     async exchange({ callbackUrl, redirectUri, state, codeVerifier }) {
       let tokens;
       try {
-        tokens = await oauth.authorizationCodeGrant(configuration, callbackUrl, { expectedState: state, pkceCodeVerifier: codeVerifier! }, { redirect_uri: redirectUri });
+        tokens = await oauth.authorizationCodeGrant(
+          configuration,
+          callbackUrl,
+          { expectedState: state, pkceCodeVerifier: codeVerifier! },
+          { redirect_uri: redirectUri },
+        );
       } catch (error) {
         throw fromOAuthError(error);
       }
@@ -135,7 +150,12 @@ const ZERO_DECIMAL = new Set(['bif', 'clp', 'djf', 'gnf', 'jpy', 'kmf', 'krw', '
 const GROSS_VOLUME_TYPES = new Set(['charge', 'payment', 'refund', 'payment_refund']);
 
 export function stripeProvider(settings: NonNullable<ProviderSettings['stripe']>, allowInsecure: boolean): PlatformProvider {
-  const configuration = oauthConfiguration({ ...settings, issuer: new URL(settings.authorizationUrl).origin }, settings.clientId, settings.secretKey, allowInsecure);
+  const configuration = oauthConfiguration(
+    { ...settings, issuer: new URL(settings.authorizationUrl).origin },
+    settings.clientId,
+    settings.secretKey,
+    allowInsecure,
+  );
   const api = new URL(settings.apiUrl);
   const stripe = new Stripe(settings.secretKey, {
     host: api.hostname,
@@ -148,7 +168,11 @@ export function stripeProvider(settings: NonNullable<ProviderSettings['stripe']>
     if (error instanceof Stripe.errors.StripePermissionError || error instanceof Stripe.errors.StripeAuthenticationError) {
       return new ProviderError('revoked', `Stripe refused access: ${error.message}`);
     }
-    if (error instanceof Stripe.errors.StripeAPIError || error instanceof Stripe.errors.StripeConnectionError || error instanceof Stripe.errors.StripeRateLimitError) {
+    if (
+      error instanceof Stripe.errors.StripeAPIError ||
+      error instanceof Stripe.errors.StripeConnectionError ||
+      error instanceof Stripe.errors.StripeRateLimitError
+    ) {
       return new ProviderError('transient', `Stripe: ${(error as Error).message}`);
     }
     return new ProviderError('permanent', `Stripe: ${(error as Error).message}`);

@@ -50,7 +50,11 @@ describe('configuration (D22)', () => {
       [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
     ];
     for (const [env, message] of cases) {
-      assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && message.test(error.message), JSON.stringify(env));
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && message.test(error.message),
+        JSON.stringify(env),
+      );
     }
   });
 

@@ -18,30 +18,17 @@ describe('tape/bad input', () => {
     const t = valid(input([platform('youtube', [])]));
     assert.deepEqual(flagCodes(t), ['MISSING_PLATFORM_DATA', 'NO_REVENUE_DATA']);
     assert.equal(t.eligibility.tier, 'ineligible');
-    assert.deepEqual(
-      [t.cashflow_summary.months_observed, t.cashflow_summary.monthly_revenue_avg_eur, t.eligibility.income_stability_score],
-      [0, 0, 0],
-    );
+    assert.deepEqual([t.cashflow_summary.months_observed, t.cashflow_summary.monthly_revenue_avg_eur, t.eligibility.income_stability_score], [0, 0, 0]);
     assert.ok(t.data_quality.nd_codes.includes('ND_NO_REVENUE_DATA'));
   });
 
   it('all-zero revenue', () => {
     const t = valid(input([platform('youtube', Array(12).fill(0))]));
     assert.deepEqual(
-      [
-        t.risk_profile.revenue_volatility_cv,
-        t.risk_profile.max_drawdown_pct,
-        t.risk_profile.platform_hhi,
-        t.risk_profile.trend_slope_eur_per_month,
-      ],
+      [t.risk_profile.revenue_volatility_cv, t.risk_profile.max_drawdown_pct, t.risk_profile.platform_hhi, t.risk_profile.trend_slope_eur_per_month],
       [null, null, null, 0],
     );
-    for (const code of [
-      'ND_CV_NONPOSITIVE_MEAN',
-      'ND_DRAWDOWN_NO_POSITIVE_PEAK',
-      'ND_HHI_NO_POSITIVE_REVENUE',
-      'ND_INCOME_TREND_UNDEFINED',
-    ])
+    for (const code of ['ND_CV_NONPOSITIVE_MEAN', 'ND_DRAWDOWN_NO_POSITIVE_PEAK', 'ND_HHI_NO_POSITIVE_REVENUE', 'ND_INCOME_TREND_UNDEFINED'])
       assert.ok(t.data_quality.nd_codes.includes(code), code);
     assert.equal(t.metrics.trend_3m, 'stable');
     assert.ok(flagCodes(t).includes('LOW_REVENUE'));
@@ -60,9 +47,7 @@ describe('tape/bad input', () => {
     assert.deepEqual(t.platforms, ['youtube']);
     assert.deepEqual(t.obligor.connected_platforms, ['youtube']);
     assert.deepEqual(t.platform_connections[1]!.nd_codes, ['ND_PLATFORM_NOT_CONNECTED']);
-    assert.ok(
-      t.eligibility.flags.some((f) => f.code === 'MISSING_PLATFORM_DATA' && f.severity === 'warning' && f.message.includes('stripe')),
-    );
+    assert.ok(t.eligibility.flags.some((f) => f.code === 'MISSING_PLATFORM_DATA' && f.severity === 'warning' && f.message.includes('stripe')));
     assert.equal(t.data_quality.score, 80);
     assert.ok(t.eligibility.eligible, 'the connected platform still carries the decision');
   });
@@ -80,12 +65,7 @@ describe('tape/bad input', () => {
     const t = valid(input([platform('youtube', [500])]));
     assert.equal(t.eligibility.tier, 'ineligible');
     assert.ok(flagCodes(t).includes('INSUFFICIENT_HISTORY'));
-    for (const code of [
-      'ND_CV_INSUFFICIENT_HISTORY',
-      'ND_DRAWDOWN_INSUFFICIENT_HISTORY',
-      'ND_TREND_INSUFFICIENT_HISTORY',
-      'ND_HISTORY_UNDER_3_MONTHS',
-    ])
+    for (const code of ['ND_CV_INSUFFICIENT_HISTORY', 'ND_DRAWDOWN_INSUFFICIENT_HISTORY', 'ND_TREND_INSUFFICIENT_HISTORY', 'ND_HISTORY_UNDER_3_MONTHS'])
       assert.ok(t.data_quality.nd_codes.includes(code), code);
     // Accepting one month takes two overrides: the history minimum and the score cut-off, since the
     // only score component one month has is history (0.20 x 1/24 = 0.0083).

@@ -44,20 +44,14 @@ describe('tape/blocks', () => {
   it('islamic compliance: pending until a verdict, then the latest verdict by observed_at', () => {
     assert.equal(islamicCompliance([]).status, 'pending');
     assert.equal(
-      islamicCompliance([
-        screening('in_review', '2026-11-02T00:00:00Z'),
-        { ...screening('compliant', '2026-11-03T00:00:00Z'), type: 'kyb' },
-      ]).status,
+      islamicCompliance([screening('in_review', '2026-11-02T00:00:00Z'), { ...screening('compliant', '2026-11-03T00:00:00Z'), type: 'kyb' }]).status,
       'pending',
     );
-    assert.deepEqual(
-      islamicCompliance([screening('Non-Compliant', '2026-11-04T00:00:00.5Z'), screening('COMPLIANT', '2026-11-04T00:00:00Z')]),
-      {
-        sharia_eligible: false,
-        status: 'non_compliant',
-        screening_provider: 'Amanah Screening Ltd',
-        screened_at: '2026-11-04T00:00:00.5Z',
-      },
-    );
+    assert.deepEqual(islamicCompliance([screening('Non-Compliant', '2026-11-04T00:00:00.5Z'), screening('COMPLIANT', '2026-11-04T00:00:00Z')]), {
+      sharia_eligible: false,
+      status: 'non_compliant',
+      screening_provider: 'Amanah Screening Ltd',
+      screened_at: '2026-11-04T00:00:00.5Z',
+    });
   });
 });

@@ -15,14 +15,12 @@ export const AFFORDABILITY_RULES = {
 } as const;
 
 export function affordabilityBlock(obligations: number, monthlyAvg: number, cv: number | null): Affordability {
-  if (!Number.isFinite(obligations) || obligations < 0)
-    throw new RangeError(`declared monthly obligations must be a non-negative amount, got ${obligations}`);
+  if (!Number.isFinite(obligations) || obligations < 0) throw new RangeError(`declared monthly obligations must be a non-negative amount, got ${obligations}`);
   const stress = clamp(Math.max(AFFORDABILITY_RULES.minStress, cv ?? 0), 0, 1);
   const net = cents(monthlyAvg - obligations);
   const stressed = cents(monthlyAvg * (1 - stress) - obligations);
   const dti = monthlyAvg > 0 ? ratio(obligations / monthlyAvg) : null;
-  const match =
-    dti === null ? undefined : AFFORDABILITY_RULES.tiers.find((t) => dti <= t.maxDti && (!t.stressedNonNegative || stressed >= 0));
+  const match = dti === null ? undefined : AFFORDABILITY_RULES.tiers.find((t) => dti <= t.maxDti && (!t.stressedNonNegative || stressed >= 0));
   return {
     declared_monthly_obligations: cents(obligations),
     net_disposable_income: net,

@@ -179,9 +179,7 @@ export function metricNdEntries(m: IncomeMetrics): NdEntry[] {
   if (n < METRIC_RULES.windowMonths) out.push(ndEntry('ND_HISTORY_UNDER_12_MONTHS'));
   if (m.cv === null) out.push(ndEntry(m.windowMonths < METRIC_RULES.cvMinMonths ? 'ND_CV_INSUFFICIENT_HISTORY' : 'ND_CV_NONPOSITIVE_MEAN'));
   if (m.maxDrawdownPct === null)
-    out.push(
-      ndEntry(m.windowMonths < METRIC_RULES.drawdownMinMonths ? 'ND_DRAWDOWN_INSUFFICIENT_HISTORY' : 'ND_DRAWDOWN_NO_POSITIVE_PEAK'),
-    );
+    out.push(ndEntry(m.windowMonths < METRIC_RULES.drawdownMinMonths ? 'ND_DRAWDOWN_INSUFFICIENT_HISTORY' : 'ND_DRAWDOWN_NO_POSITIVE_PEAK'));
   if (m.hhi === null) out.push(ndEntry('ND_HHI_NO_POSITIVE_REVENUE'));
   if (m.slope === null) out.push(ndEntry('ND_TREND_INSUFFICIENT_HISTORY'));
   if (m.trend3m === 'insufficient_data') out.push(ndEntry('ND_TREND_3M_INSUFFICIENT_HISTORY'));
@@ -210,5 +208,4 @@ export function buildDataQuality(entries: NdEntry[]): DataQuality {
 }
 
 /** A rendering at `version` keeps only the ND codes of fields that exist there. */
-export const ndCodeExistsAt = (code: string, version: SchemaVersion): boolean =>
-  versionAtLeast(version, ND_CATALOGUE[code as NdCode].since);
+export const ndCodeExistsAt = (code: string, version: SchemaVersion): boolean => versionAtLeast(version, ND_CATALOGUE[code as NdCode].since);

@@ -126,9 +126,7 @@ describe('tape/eligibility', () => {
     assert.equal(unaffordable.affordability?.affordability_tier, 'unaffordable');
     assert.equal(unaffordable.eligibility.tier, 'ineligible');
     assert.deepEqual(
-      unaffordable.eligibility.flags
-        .filter((f) => f.code.startsWith('AFFORDABILITY') || f.code === 'HIGH_DEBT_BURDEN')
-        .map((f) => [f.code, f.severity]),
+      unaffordable.eligibility.flags.filter((f) => f.code.startsWith('AFFORDABILITY') || f.code === 'HIGH_DEBT_BURDEN').map((f) => [f.code, f.severity]),
       [
         ['HIGH_DEBT_BURDEN', 'warning'],
         ['AFFORDABILITY_REQUIRED', 'critical'],
@@ -145,15 +143,7 @@ describe('tape/eligibility', () => {
     );
     const e = t.eligibility;
     assert.deepEqual(
-      [
-        e.eligible,
-        e.max_advance_eur,
-        e.max_advance_amount,
-        e.income_capacity_annual,
-        e.max_revenue_share_pct,
-        e.payback_cap_multiple,
-        e.covenants,
-      ],
+      [e.eligible, e.max_advance_eur, e.max_advance_amount, e.income_capacity_annual, e.max_revenue_share_pct, e.payback_cap_multiple, e.covenants],
       [false, 0, 0, 0, 0, 0, []],
     );
   });

@@ -33,8 +33,7 @@ describe('tape/income', () => {
 
   it('parses months strictly and finds the last day of a month', () => {
     assert.equal(monthIndex('2026-03') - monthIndex('2025-12'), 3);
-    for (const bad of ['2026-13', '2026-00', '2026-1', '26-01', '2026/01', '2026-01-01', 'abcd-ef'])
-      assert.throws(() => monthIndex(bad), TypeError, bad);
+    for (const bad of ['2026-13', '2026-00', '2026-1', '26-01', '2026/01', '2026-01-01', 'abcd-ef']) assert.throws(() => monthIndex(bad), TypeError, bad);
     assert.equal(lastDayOfMonth(monthIndex('2028-02')), '2028-02-29');
     assert.equal(lastDayOfMonth(monthIndex('2026-02')), '2026-02-28');
     assert.equal(lastDayOfMonth(monthIndex('2026-12')), '2026-12-31');

@@ -13,18 +13,9 @@ export type Jurisdiction = NonNullable<RiskTape200['jurisdiction_profile']>['reg
 export type SchemaVersion = '1.0.0' | '1.1.0' | '1.2.0' | '2.0.0';
 /** Oldest first; a field introduced at one version exists at every later one. */
 export const SCHEMA_VERSIONS: readonly SchemaVersion[] = ['1.0.0', '1.1.0', '1.2.0', '2.0.0'];
-export const versionAtLeast = (version: SchemaVersion, since: SchemaVersion): boolean =>
-  SCHEMA_VERSIONS.indexOf(version) >= SCHEMA_VERSIONS.indexOf(since);
+export const versionAtLeast = (version: SchemaVersion, since: SchemaVersion): boolean => SCHEMA_VERSIONS.indexOf(version) >= SCHEMA_VERSIONS.indexOf(since);
 
-export const PRODUCT_TYPES: readonly ProductType[] = [
-  'rbf',
-  'term_loan',
-  'securitization_pool',
-  'revenue_loan',
-  'venture_debt',
-  'murabaha',
-  'hpp',
-];
+export const PRODUCT_TYPES: readonly ProductType[] = ['rbf', 'term_loan', 'securitization_pool', 'revenue_loan', 'venture_debt', 'murabaha', 'hpp'];
 
 /** One monthly figure as the platform reported it. */
 export interface SourceAmount {
@@ -126,8 +117,7 @@ export function monthIndex(month: string): number {
 
 export const monthOfDate = (d: Date): number => d.getUTCFullYear() * 12 + d.getUTCMonth();
 
-export const monthString = (index: number): string =>
-  `${String(Math.floor(index / 12)).padStart(4, '0')}-${String((index % 12) + 1).padStart(2, '0')}`;
+export const monthString = (index: number): string => `${String(Math.floor(index / 12)).padStart(4, '0')}-${String((index % 12) + 1).padStart(2, '0')}`;
 
 /** Last calendar day of a month, `YYYY-MM-DD`. */
 export function lastDayOfMonth(index: number): string {

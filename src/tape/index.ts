@@ -18,19 +18,6 @@ export {
   type TapeInput,
   type Tier,
 } from './income.ts';
-export {
-  isProductType,
-  PolicyOverrideError,
-  policyKeys,
-  validatePolicyOverrides,
-  type PolicyProblem,
-  type PolicyValidation,
-} from './eligibility/policy.ts';
+export { isProductType, PolicyOverrideError, policyKeys, validatePolicyOverrides, type PolicyProblem, type PolicyValidation } from './eligibility/policy.ts';
 export { ND_CATALOGUE, TIER_A_FIELDS, type NdCode } from './data-quality.ts';
-export {
-  isSyntheticCreator,
-  SYNTHETIC_CREATORS,
-  syntheticTapeInput,
-  type SyntheticCreator,
-  type SyntheticReference,
-} from './synthetic-creators.ts';
+export { isSyntheticCreator, SYNTHETIC_CREATORS, syntheticTapeInput, type SyntheticCreator, type SyntheticReference } from './synthetic-creators.ts';

@@ -214,9 +214,7 @@ export function computeMetrics(input: readonly PlatformIncome[], now: Date): Inc
     trend3m = label(change, METRIC_RULES.trend3mChange);
   }
   const incomeTrend: Trend =
-    w >= METRIC_RULES.incomeTrendMinMonths && slopePct !== null
-      ? label(slopePct, METRIC_RULES.incomeTrendPctPerMonth)
-      : 'insufficient_data';
+    w >= METRIC_RULES.incomeTrendMinMonths && slopePct !== null ? label(slopePct, METRIC_RULES.incomeTrendPctPerMonth) : 'insufficient_data';
 
   return {
     asOfMonth,
@@ -244,13 +242,7 @@ export function computeMetrics(input: readonly PlatformIncome[], now: Date): Inc
 const label = (x: number, threshold: number): Trend => (x >= threshold ? 'growing' : x <= -threshold ? 'declining' : 'stable');
 
 /** Weighted sum of five components in [0, 1]; a component whose metric is missing scores 0. */
-function stabilityScore(
-  months: number,
-  cv: number | null,
-  drawdownPct: number | null,
-  hhi: number | null,
-  slopePct: number | null,
-): number {
+function stabilityScore(months: number, cv: number | null, drawdownPct: number | null, hhi: number | null, slopePct: number | null): number {
   const s = METRIC_RULES.stability;
   const volatility = cv === null ? 0 : clamp(1 - cv / s.cvAtZero, 0, 1);
   const drawdown = drawdownPct === null ? 0 : 1 - drawdownPct / 100;
@@ -258,7 +250,5 @@ function stabilityScore(
   const trend = slopePct === null ? 0 : clamp(1 - slopePct / s.trendPctAtZero, 0, 1);
   const diversification = hhi === null ? 0 : clamp((1 - hhi) / s.fullDiversification, 0, 1);
   const w = s.weights;
-  return ratio(
-    w.volatility * volatility + w.drawdown * drawdown + w.history * history + w.trend * trend + w.diversification * diversification,
-  );
+  return ratio(w.volatility * volatility + w.drawdown * drawdown + w.history * history + w.trend * trend + w.diversification * diversification);
 }

@@ -63,10 +63,7 @@ describe('tape/eligibility/policy', () => {
     assert.match(error.message, /standard_min_score = 0\.8 must be below prime_min_score = 0\.75 \(default\)/);
     assert.equal(refusal('rbf', { prime_min_score: 0.5 }).problems[0]!.key, 'prime_min_score', 'equal cut-offs are refused too');
     assert.match(refusal('rbf', { min_months_history: 8 }).message, /min_months_history = 8 must be at most standard_min_months = 6/);
-    assert.match(
-      refusal('rbf', { subprime_advance_factor: 0.9 }).message,
-      /subprime_advance_factor = 0\.9 must be at most standard_advance_factor/,
-    );
+    assert.match(refusal('rbf', { subprime_advance_factor: 0.9 }).message, /subprime_advance_factor = 0\.9 must be at most standard_advance_factor/);
     assert.ok(validatePolicyOverrides('rbf', { min_months_history: 8, standard_min_months: 8, prime_min_months: 12 }).ok);
   });
 

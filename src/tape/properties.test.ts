@@ -52,9 +52,7 @@ const scattered = (lastComplete: number) =>
 const wild = (lastComplete: number) =>
   fc
     .record({ end: fc.integer({ min: lastComplete - 6, max: lastComplete + 2 }), currency, amounts: fc.array(amount, { maxLength: 36 }) })
-    .map(({ end, currency, amounts }) =>
-      amounts.map((a, i) => ({ month: monthString(end - amounts.length + 1 + i), currency, amount: a })),
-    );
+    .map(({ end, currency, amounts }) => amounts.map((a, i) => ({ month: monthString(end - amounts.length + 1 + i), currency, amount: a })));
 
 const platformIncome = (platform: PlatformIncome['platform'], lastComplete: number) =>
   fc.record({
@@ -83,9 +81,7 @@ const overridesFor = (productType: ProductType) => {
       fc
         .constantFrom(...specs)
         .chain(([key, s]) =>
-          (s.integer ? fc.integer({ min: s.min, max: s.max }) : fc.double({ min: s.min, max: s.max, noNaN: true })).map(
-            (v) => [key, v] as const,
-          ),
+          (s.integer ? fc.integer({ min: s.min, max: s.max }) : fc.double({ min: s.min, max: s.max, noNaN: true })).map((v) => [key, v] as const),
         ),
       { maxLength: 3 },
     )
@@ -183,8 +179,7 @@ describe('tape/properties', () => {
         if (c.months_observed < 6) assert.equal(t.metrics.trend_3m, 'insufficient_data');
         if (c.months_observed < 2) assert.equal(r.revenue_volatility_cv, null);
         for (const [path, x] of numbersIn(t))
-          if (/_eur$|_amount$|_annual$|_income$|obligations$/.test(path))
-            assert.ok(Math.abs(x * 100 - Math.round(x * 100)) < 1e-6, `${path} = ${x} in cents`);
+          if (/_eur$|_amount$|_annual$|_income$|obligations$/.test(path)) assert.ok(Math.abs(x * 100 - Math.round(x * 100)) < 1e-6, `${path} = ${x} in cents`);
       }),
       { numRuns: 300 },
     );
@@ -225,10 +220,7 @@ describe('tape/properties', () => {
           const richer = computeTape({ ...input, policyOverrides: { min_monthly_avg_eur: Math.max(0, avg) + 1 } }, { now: at });
           assert.equal(richer.eligibility.tier, 'ineligible');
         }
-        const noPrime = computeTape(
-          { ...input, policyOverrides: { prime_min_score: 1, standard_min_score: 0.99, subprime_min_score: 0.98 } },
-          { now: at },
-        );
+        const noPrime = computeTape({ ...input, policyOverrides: { prime_min_score: 1, standard_min_score: 0.99, subprime_min_score: 0.98 } }, { now: at });
         assert.ok(rank[noPrime.eligibility.tier] <= rank[base.eligibility.tier]);
       }),
       { numRuns: 150 },
@@ -237,18 +229,13 @@ describe('tape/properties', () => {
 
   it('refuses any unknown key or out-of-range value, naming the key', () => {
     fc.assert(
-      fc.property(
-        fc.constantFrom(...PRODUCT_TYPES),
-        fc.string({ minLength: 1, maxLength: 12 }),
-        fc.double({ noNaN: true }),
-        (productType, key, value) => {
-          const spec = policyKeys(productType)[key];
-          const result = validatePolicyOverrides(productType, { [key]: value });
-          if (spec && value >= spec.min && value <= spec.max) return;
-          assert.equal(result.ok, false);
-          assert.ok(!result.ok && result.error.problems.some((p) => p.key === key || p.key === '(overrides)'));
-        },
-      ),
+      fc.property(fc.constantFrom(...PRODUCT_TYPES), fc.string({ minLength: 1, maxLength: 12 }), fc.double({ noNaN: true }), (productType, key, value) => {
+        const spec = policyKeys(productType)[key];
+        const result = validatePolicyOverrides(productType, { [key]: value });
+        if (spec && value >= spec.min && value <= spec.max) return;
+        assert.equal(result.ok, false);
+        assert.ok(!result.ok && result.error.problems.some((p) => p.key === key || p.key === '(overrides)'));
+      }),
     );
     fc.assert(
       fc.property(fc.constantFrom(...PRODUCT_TYPES), (productType) => {

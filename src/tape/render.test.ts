@@ -49,11 +49,7 @@ describe('tape/render', () => {
     for (const version of ['1.0.0', '1.1.0', '1.2.0'] as const)
       assert.throws(
         () => renderTape(murabaha, version),
-        (e: unknown) =>
-          e instanceof TapeVersionUnsupported &&
-          e.productType === 'murabaha' &&
-          e.version === version &&
-          /added in 2\.0\.0/.test(e.message),
+        (e: unknown) => e instanceof TapeVersionUnsupported && e.productType === 'murabaha' && e.version === version && /added in 2\.0\.0/.test(e.message),
       );
     assert.throws(() => renderTape(plain, '3.0.0' as SchemaVersion), RangeError);
   });

@@ -33,19 +33,11 @@ describe('tape/docs/scoring.md', () => {
     const expected = new Map<string, string[]>();
     for (const productType of PRODUCT_TYPES)
       for (const [key, s] of Object.entries(policyKeys(productType)))
-        expected.set(key, [
-          key,
-          `${s.min} to ${s.max}${s.integer ? ', whole' : ''}`,
-          ...PRODUCT_TYPES.map((p) => String(policyKeys(p)[key]?.default ?? '-')),
-        ]);
+        expected.set(key, [key, `${s.min} to ${s.max}${s.integer ? ', whole' : ''}`, ...PRODUCT_TYPES.map((p) => String(policyKeys(p)[key]?.default ?? '-'))]);
     assert.deepEqual(table('| Key | Range |'), [...expected.values()]);
     const meanings = table('| Key | Meaning |');
     for (const [key] of expected)
-      assert.equal(
-        meanings.find((r) => r[0] === key)?.[1],
-        policyKeys(PRODUCT_TYPES.find((p) => key in policyKeys(p))!)[key]!.description,
-        key,
-      );
+      assert.equal(meanings.find((r) => r[0] === key)?.[1], policyKeys(PRODUCT_TYPES.find((p) => key in policyKeys(p))!)[key]!.description, key);
     assert.equal(meanings.length, expected.size);
   });
 
@@ -65,9 +57,7 @@ describe('tape/docs/scoring.md', () => {
 
   it('names every flag and covenant code the engine can emit', () => {
     const dir = join(ROOT, 'src/tape/eligibility');
-    const codes = new Set(
-      readdirSync(dir).flatMap((f) => [...readFileSync(join(dir, f), 'utf8').matchAll(/code: '([A-Z_]+)'/g)].map((m) => m[1]!)),
-    );
+    const codes = new Set(readdirSync(dir).flatMap((f) => [...readFileSync(join(dir, f), 'utf8').matchAll(/code: '([A-Z_]+)'/g)].map((m) => m[1]!)));
     assert.ok(codes.size > 25);
     for (const code of codes) assert.ok(doc.includes(`\`${code}\``), code);
   });
@@ -75,13 +65,9 @@ describe('tape/docs/scoring.md', () => {
   it('states the stability weights and metric thresholds the engine uses', () => {
     const w = METRIC_RULES.stability.weights;
     const f = (x: number) => x.toFixed(2);
-    assert.ok(
-      doc.includes(`S = R4(${f(w.volatility)} V + ${f(w.drawdown)} D + ${f(w.history)} H + ${f(w.trend)} G + ${f(w.diversification)} C)`),
-    );
+    assert.ok(doc.includes(`S = R4(${f(w.volatility)} V + ${f(w.drawdown)} D + ${f(w.history)} H + ${f(w.trend)} G + ${f(w.diversification)} C)`));
     assert.ok(doc.includes(`min(n, ${METRIC_RULES.stability.fullHistoryMonths}) / ${METRIC_RULES.stability.fullHistoryMonths}`));
-    assert.ok(
-      doc.includes(`c ≥ ${METRIC_RULES.trend3mChange.toFixed(2)}`) && doc.includes(`when \`n < ${METRIC_RULES.trend3mMinMonths}\``),
-    );
+    assert.ok(doc.includes(`c ≥ ${METRIC_RULES.trend3mChange.toFixed(2)}`) && doc.includes(`when \`n < ${METRIC_RULES.trend3mMinMonths}\``));
     assert.ok(doc.includes(`g ≥ ${METRIC_RULES.incomeTrendPctPerMonth}\``));
     assert.ok(doc.includes(`the last \`w = min(n, ${METRIC_RULES.windowMonths})\` months`));
   });

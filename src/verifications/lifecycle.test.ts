@@ -22,14 +22,22 @@ for (const factory of testDatabases()) {
     let clock: ManualClock;
     let key: string;
     let otherKey: string;
-    const env = (mode = 'sandbox') => ({ DATABASE_URL: testDb.url, VALIDATE_RESPONSES: '1', SANDBOX_COMPLETE_DELAY_MS: String(DELAY), SERVICE_MODE: mode, ...(mode === 'production' ? { ENCRYPTION_KEY: 'c'.repeat(64) } : {}) });
+    const env = (mode = 'sandbox') => ({
+      DATABASE_URL: testDb.url,
+      VALIDATE_RESPONSES: '1',
+      SANDBOX_COMPLETE_DELAY_MS: String(DELAY),
+      SERVICE_MODE: mode,
+      ...(mode === 'production' ? { ENCRYPTION_KEY: 'c'.repeat(64) } : {}),
+    });
     const logger = createLogger({ level: 'silent' });
 
     const create = (body: object, idempotencyKey = randomUUID(), apiKey = key) =>
       request(service.app).post('/api/v1/verifications').auth(apiKey, { type: 'bearer' }).set('Idempotency-Key', idempotencyKey).send(body);
     const get = (id: string, apiKey = key) => request(service.app).get(`/api/v1/verifications/${id}`).auth(apiKey, { type: 'bearer' });
     const tape = (id: string, version?: string) =>
-      request(service.app).get(`/api/v1/verifications/${id}/tape${version ? `?schema_version=${version}` : ''}`).auth(key, { type: 'bearer' });
+      request(service.app)
+        .get(`/api/v1/verifications/${id}/tape${version ? `?schema_version=${version}` : ''}`)
+        .auth(key, { type: 'bearer' });
     const advance = async (ms: number) => {
       clock.advance(ms);
       await service.jobs.runDue();
@@ -71,7 +79,10 @@ for (const factory of testDatabases()) {
       const after = (await get(v.verification_id)).body;
       assert.equal(after.status, 'expired');
       const events = await service.verifications.eventsOf(v.verification_id);
-      assert.deepEqual(events.map((e) => e.name), ['verification.expired']);
+      assert.deepEqual(
+        events.map((e) => e.name),
+        ['verification.expired'],
+      );
       assert.equal((events[0]!.payload as { occurred_at: string }).occurred_at, after.updated_at);
     });
 
@@ -137,7 +148,10 @@ for (const factory of testDatabases()) {
         assert.equal(rendered.status, 200, rendered.text);
         assert.equal(rendered.body.schema_version, version);
       }
-      assert.deepEqual((await service.verifications.eventsOf(v.verification_id)).map((e) => e.name), ['verification.completed']);
+      assert.deepEqual(
+        (await service.verifications.eventsOf(v.verification_id)).map((e) => e.name),
+        ['verification.completed'],
+      );
     });
 
     it("scores with the lender's own policy overrides (partner configuration)", async () => {
@@ -185,9 +199,15 @@ for (const factory of testDatabases()) {
         assert.equal(done.failure_reason, reason);
         assert.equal(done.completed_at !== null, status === 'completed');
         assert.equal((await tape(v.verification_id)).status, status === 'completed' ? 200 : 404);
-        assert.deepEqual((await service.verifications.eventsOf(v.verification_id)).map((e) => e.name), [event]);
+        assert.deepEqual(
+          (await service.verifications.eventsOf(v.verification_id)).map((e) => e.name),
+          [event],
+        );
         const moves = await service.verifications.transitionsOf(v.verification_id);
-        assert.deepEqual(moves.map((m) => `${m.from ?? '-'}>${m.to}`), ['->pending_consent', 'pending_consent>processing', `processing>${status}`]);
+        assert.deepEqual(
+          moves.map((m) => `${m.from ?? '-'}>${m.to}`),
+          ['->pending_consent', 'pending_consent>processing', `processing>${status}`],
+        );
       });
     }
 

@@ -18,10 +18,34 @@ export interface SandboxStep {
  * `processing` is entered halfway, so every row of the state table is observable in the sandbox.
  */
 const SCENARIOS: Array<{ prefix: string; steps: SandboxStep[] }> = [
-  { prefix: 'test-complete-', steps: [{ trigger: 'consent_completed', atShareOfDelay: 0.5 }, { trigger: 'tape_computed', atShareOfDelay: 1 }] },
-  { prefix: 'test-fail-', steps: [{ trigger: 'consent_completed', atShareOfDelay: 0.5 }, { trigger: 'collection_failed', reason: 'platform_error', atShareOfDelay: 1 }] },
-  { prefix: 'test-revoke-', steps: [{ trigger: 'consent_completed', atShareOfDelay: 0.5 }, { trigger: 'collection_failed', reason: 'consent_revoked', atShareOfDelay: 1 }] },
-  { prefix: 'test-timeout-', steps: [{ trigger: 'consent_completed', atShareOfDelay: 0.5 }, { trigger: 'collection_failed', reason: 'timeout', atShareOfDelay: 1 }] },
+  {
+    prefix: 'test-complete-',
+    steps: [
+      { trigger: 'consent_completed', atShareOfDelay: 0.5 },
+      { trigger: 'tape_computed', atShareOfDelay: 1 },
+    ],
+  },
+  {
+    prefix: 'test-fail-',
+    steps: [
+      { trigger: 'consent_completed', atShareOfDelay: 0.5 },
+      { trigger: 'collection_failed', reason: 'platform_error', atShareOfDelay: 1 },
+    ],
+  },
+  {
+    prefix: 'test-revoke-',
+    steps: [
+      { trigger: 'consent_completed', atShareOfDelay: 0.5 },
+      { trigger: 'collection_failed', reason: 'consent_revoked', atShareOfDelay: 1 },
+    ],
+  },
+  {
+    prefix: 'test-timeout-',
+    steps: [
+      { trigger: 'consent_completed', atShareOfDelay: 0.5 },
+      { trigger: 'collection_failed', reason: 'timeout', atShareOfDelay: 1 },
+    ],
+  },
   { prefix: 'test-expire-', steps: [{ trigger: 'consent_expired', atShareOfDelay: 1 }] },
 ];
 
@@ -38,7 +62,11 @@ export function stepDelayMs(step: SandboxStep, delayMs: number): number {
  * creator's own series, otherwise SANDBOX_TAPE_SOURCE's income for the requested platforms. A
  * platform not in `connected` (when given) has no data, as a creator who left it unconnected.
  */
-export function sandboxIncome(verification: Pick<VerificationRecord, 'id' | 'obligorReference' | 'creatorPlatforms'>, now: Date, connected?: ReadonlySet<string>): PlatformIncome[] {
+export function sandboxIncome(
+  verification: Pick<VerificationRecord, 'id' | 'obligorReference' | 'creatorPlatforms'>,
+  now: Date,
+  connected?: ReadonlySet<string>,
+): PlatformIncome[] {
   const reference = verification.obligorReference;
   if (isSyntheticCreator(reference)) return [...syntheticTapeInput(reference, { now, verificationId: verification.id }).platforms];
   const source = syntheticTapeInput(SANDBOX_TAPE_SOURCE, { now, verificationId: verification.id }).platforms;
@@ -51,6 +79,9 @@ export function sandboxIncome(verification: Pick<VerificationRecord, 'id' | 'obl
 /** The sandbox's income source (D10: no real providers): synthetic income for the platforms the creator connected. */
 export function sandboxIncomeSource(verifications: Pick<VerificationsRepository, 'connectedPlatforms'>): IncomeSource {
   return {
-    collect: async (verification, now) => ({ kind: 'collected', platforms: sandboxIncome(verification, now, await verifications.connectedPlatforms(verification.id)) }),
+    collect: async (verification, now) => ({
+      kind: 'collected',
+      platforms: sandboxIncome(verification, now, await verifications.connectedPlatforms(verification.id)),
+    }),
   };
 }

@@ -29,11 +29,35 @@ export interface Transition {
 }
 
 export const TRANSITIONS: readonly Transition[] = [
-  { from: null, trigger: 'created', to: 'pending_consent', emits: null, description: 'valid request for a real creator: consent URL returned, 7-day consent session starts' },
-  { from: null, trigger: 'created_synthetic', to: 'completed', emits: 'verification.completed', description: 'sandbox synthetic creator: tape available at once, no consent step' },
-  { from: 'pending_consent', trigger: 'consent_completed', to: 'processing', emits: null, description: 'creator completes consent within 7 days: income data is fetched and analysed' },
+  {
+    from: null,
+    trigger: 'created',
+    to: 'pending_consent',
+    emits: null,
+    description: 'valid request for a real creator: consent URL returned, 7-day consent session starts',
+  },
+  {
+    from: null,
+    trigger: 'created_synthetic',
+    to: 'completed',
+    emits: 'verification.completed',
+    description: 'sandbox synthetic creator: tape available at once, no consent step',
+  },
+  {
+    from: 'pending_consent',
+    trigger: 'consent_completed',
+    to: 'processing',
+    emits: null,
+    description: 'creator completes consent within 7 days: income data is fetched and analysed',
+  },
   { from: 'processing', trigger: 'tape_computed', to: 'completed', emits: 'verification.completed', description: 'data fetched and tape computed' },
-  { from: 'processing', trigger: 'collection_failed', to: 'failed', emits: 'verification.failed', description: 'platform error, consent revoked before fetch, or processing window exceeded' },
+  {
+    from: 'processing',
+    trigger: 'collection_failed',
+    to: 'failed',
+    emits: 'verification.failed',
+    description: 'platform error, consent revoked before fetch, or processing window exceeded',
+  },
   { from: 'pending_consent', trigger: 'consent_expired', to: 'expired', emits: 'verification.expired', description: '7 days pass without consent' },
 ];
 

@@ -188,7 +188,13 @@ export class VerificationLifecycle {
         const step = steps[stepIndex]!;
         // The simulated creator connects every platform at consent; a failure marks them as the reason says.
         const connectionStatus =
-          step.trigger === 'consent_completed' ? 'connected' : step.reason === 'platform_error' ? 'error' : step.reason === 'consent_revoked' ? 'revoked' : null;
+          step.trigger === 'consent_completed'
+            ? 'connected'
+            : step.reason === 'platform_error'
+              ? 'error'
+              : step.reason === 'consent_revoked'
+                ? 'revoked'
+                : null;
         if (connectionStatus) {
           await store.setConnections(
             record.id,
@@ -246,7 +252,13 @@ export class VerificationLifecycle {
     });
   }
 
-  private async insertNew(store: VerificationStore, principal: Principal, request: CreateVerificationRequest, profile: ScoringProfile, now: Date): Promise<VerificationResource> {
+  private async insertNew(
+    store: VerificationStore,
+    principal: Principal,
+    request: CreateVerificationRequest,
+    profile: ScoringProfile,
+    now: Date,
+  ): Promise<VerificationResource> {
     const consentToken = randomBase62(43);
     const record: VerificationRecord = {
       id: newId('vrf'),
@@ -308,7 +320,13 @@ export class VerificationLifecycle {
         await store.saveIncome(
           record.id,
           outcome.platforms.flatMap((p) =>
-            p.months.map((m) => ({ platform: p.platform, month: m.month, sourceCurrency: m.sourceCurrency, sourceAmount: m.sourceAmount, amountEur: m.amountEur })),
+            p.months.map((m) => ({
+              platform: p.platform,
+              month: m.month,
+              sourceCurrency: m.sourceCurrency,
+              sourceAmount: m.sourceAmount,
+              amountEur: m.amountEur,
+            })),
           ),
         );
         await move('tape_computed', { tape: scoreVerification(record, outcome.platforms, profile, collectedAt) });

@@ -167,7 +167,9 @@ export class VerificationStore {
   }
 
   async resource(record: VerificationRecord): Promise<VerificationResource> {
-    const connections = await this.trx<{ verification_id: string; platform: string; status: string }>('platform_connections').where({ verification_id: record.id }).select('platform', 'status');
+    const connections = await this.trx<{ verification_id: string; platform: string; status: string }>('platform_connections')
+      .where({ verification_id: record.id })
+      .select('platform', 'status');
     return toResource(record, new Map(connections.map((c) => [c.platform, c.status])));
   }
 
@@ -196,7 +198,14 @@ export class VerificationStore {
   }
 
   /** Stores the event with its exact body bytes (what is signed and sent) and publishes it to the outbox's subscribers. */
-  async recordEvent<Name extends EventName>(event: { id: string; lenderId: string; verificationId: string; name: Name; body: EventBody<Name>; occurredAt: string }): Promise<void> {
+  async recordEvent<Name extends EventName>(event: {
+    id: string;
+    lenderId: string;
+    verificationId: string;
+    name: Name;
+    body: EventBody<Name>;
+    occurredAt: string;
+  }): Promise<void> {
     const body = JSON.stringify(event.body);
     const [inserted] = await this.trx('events')
       .insert({
@@ -209,7 +218,15 @@ export class VerificationStore {
       })
       .returning<Array<{ sequence: number | string } | number>>('sequence');
     const sequence = Number(typeof inserted === 'object' ? inserted.sequence : inserted);
-    const recorded: RecordedEvent = { id: event.id, lenderId: event.lenderId, verificationId: event.verificationId, name: event.name, sequence, occurredAt: event.occurredAt, body };
+    const recorded: RecordedEvent = {
+      id: event.id,
+      lenderId: event.lenderId,
+      verificationId: event.verificationId,
+      name: event.name,
+      sequence,
+      occurredAt: event.occurredAt,
+      body,
+    };
     await this.outbox.publish(recorded, this.unit);
   }
 
@@ -220,10 +237,22 @@ export class VerificationStore {
       .merge(['tape', 'generated_at']);
   }
 
-  async saveIncome(verificationId: string, records: Array<{ platform: string; month: string; sourceCurrency: string; sourceAmount: number; amountEur: number | null }>): Promise<void> {
+  async saveIncome(
+    verificationId: string,
+    records: Array<{ platform: string; month: string; sourceCurrency: string; sourceAmount: number; amountEur: number | null }>,
+  ): Promise<void> {
     if (records.length === 0) return;
     await this.trx('income_records')
-      .insert(records.map((r) => ({ verification_id: verificationId, platform: r.platform, month: r.month, source_currency: r.sourceCurrency, source_amount: r.sourceAmount, amount_eur: r.amountEur })))
+      .insert(
+        records.map((r) => ({
+          verification_id: verificationId,
+          platform: r.platform,
+          month: r.month,
+          source_currency: r.sourceCurrency,
+          source_amount: r.sourceAmount,
+          amount_eur: r.amountEur,
+        })),
+      )
       .onConflict(['verification_id', 'platform', 'month', 'source_currency'])
       .merge();
   }
@@ -237,13 +266,7 @@ export class VerificationStore {
    * Claims an Idempotency-Key for this request. Returns the stored answer when the key is taken; on
    * PostgreSQL a concurrent request with the same key waits here until the first one commits.
    */
-  async claimIdempotencyKey(
-    lenderId: string,
-    key: string,
-    fingerprint: string,
-    now: string,
-    expiresAt: string,
-  ): Promise<IdempotencyRecord | null> {
+  async claimIdempotencyKey(lenderId: string, key: string, fingerprint: string, now: string, expiresAt: string): Promise<IdempotencyRecord | null> {
     const insert = () =>
       this.trx('idempotency_keys')
         .insert({ lender_id: lenderId, idempotency_key: key, request_fingerprint: fingerprint, created_at: now, expires_at: expiresAt })
@@ -297,7 +320,9 @@ export class VerificationsRepository {
 
   /** The platforms a verification has connected so far. */
   async connectedPlatforms(verificationId: string): Promise<Set<string>> {
-    const rows = await this.knex<{ verification_id: string; platform: string; status: string }>('platform_connections').where({ verification_id: verificationId, status: 'connected' }).select('platform');
+    const rows = await this.knex<{ verification_id: string; platform: string; status: string }>('platform_connections')
+      .where({ verification_id: verificationId, status: 'connected' })
+      .select('platform');
     return new Set(rows.map((r) => r.platform));
   }
 

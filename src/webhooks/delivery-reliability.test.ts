@@ -39,7 +39,6 @@ async function startServer(databaseUrl: string, certificates: TestCertificates):
   throw new Error('server did not become ready');
 }
 
-
 async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
@@ -92,7 +91,12 @@ for (const factory of testDatabases()) {
       assert.equal(registered.status, 201, await registered.text());
       const created: string[] = [];
       for (let i = 0; i < 20; i++) {
-        const response = await post(first.base, '/verifications', { obligor_reference: 'demo-yt-mid', creator_platforms: ['youtube'] }, { 'idempotency-key': randomUUID() });
+        const response = await post(
+          first.base,
+          '/verifications',
+          { obligor_reference: 'demo-yt-mid', creator_platforms: ['youtube'] },
+          { 'idempotency-key': randomUUID() },
+        );
         assert.equal(response.status, 201);
         created.push(((await response.json()) as { verification_id: string }).verification_id);
       }
@@ -105,7 +109,13 @@ for (const factory of testDatabases()) {
       const second = await startServer(testDb.url, certificates);
       children.push(second.child);
       // Requests after the kill are answered 200: those are the acknowledged deliveries.
-      const acknowledged = () => new Set(receiver.to(path).slice(answeredBeforeKill).map((r) => JSON.parse(r.rawBody.toString()).verification_id));
+      const acknowledged = () =>
+        new Set(
+          receiver
+            .to(path)
+            .slice(answeredBeforeKill)
+            .map((r) => JSON.parse(r.rawBody.toString()).verification_id),
+        );
       await waitFor(() => acknowledged().size === 20, 30_000, 'every event acknowledged after the restart');
       assert.deepEqual([...acknowledged()].sort(), created.sort());
       second.child.kill('SIGTERM');
@@ -121,7 +131,12 @@ for (const factory of testDatabases()) {
         const count = 60;
         await Promise.all(
           Array.from({ length: count }, (_, i) =>
-            post(i % 2 ? a.base : b.base, '/verifications', { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }, { 'idempotency-key': randomUUID() }),
+            post(
+              i % 2 ? a.base : b.base,
+              '/verifications',
+              { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] },
+              { 'idempotency-key': randomUUID() },
+            ),
           ),
         );
         await waitFor(() => receiver.to(path).length >= count, 30_000, `${count} deliveries`);

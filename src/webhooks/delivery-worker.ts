@@ -94,7 +94,11 @@ export class DeliveryWorker {
           };
     const fields = { deliveryId: delivery.id, webhookId: delivery.webhookId, event: delivery.eventName, attempt: attemptNumber, statusCode, durationMs, error };
     if (succeeded) logger.debug(fields, 'webhook delivered');
-    else logger.warn({ ...fields, outcome: outcome.status }, outcome.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; will retry');
+    else
+      logger.warn(
+        { ...fields, outcome: outcome.status },
+        outcome.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; will retry',
+      );
     return { deliveryId: delivery.id, attempt: { attempt: attemptNumber, attemptedAt: attemptedAt.toISOString(), statusCode, durationMs, error }, outcome };
   }
 

@@ -7,7 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fetch, request, type Agent } from 'undici';
 import {
-  checkWebhookUrl, createGuardedDispatcher, isPublicAddress, WebhookTargetRefusedError, type CheckWebhookUrlOptions, type Resolver,
+  checkWebhookUrl,
+  createGuardedDispatcher,
+  isPublicAddress,
+  WebhookTargetRefusedError,
+  type CheckWebhookUrlOptions,
+  type Resolver,
 } from './target-guard.ts';
 
 // No test may reach real DNS: literals must not be resolved at all, names use injected answers.
@@ -37,24 +42,82 @@ async function refusal(raw: string, options: CheckWebhookUrlOptions = strict()):
 describe('webhook target guard', () => {
   describe('isPublicAddress', () => {
     const notPublic = [
-      '127.0.0.1', '127.255.255.254', '10.0.0.5', '172.16.0.1', '172.31.255.255', '192.168.1.1',
-      '169.254.1.1', '169.254.169.254', '100.64.0.1', '100.127.255.255', '100.100.100.200', '224.0.0.1',
-      '239.255.255.250', '0.0.0.0', '0.1.2.3', '255.255.255.255', '192.0.0.8', '192.0.2.1', '198.18.0.1',
-      '198.19.255.255', '198.51.100.7', '203.0.113.9', '240.0.0.1', '168.63.129.16',
-      '::', '::1', 'fc00::1', 'fd12:3456::1', 'fd00:ec2::254', 'fe80::1', 'febf::1', 'ff02::1', '100::1',
-      '2001:db8::1', '3fff::1', '2001::1', '2001:2::1', 'fec0::1', '5f00::1',
-      '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '::ffff:0:a00:1',
-      '::127.0.0.1', '::a00:1', '64:ff9b::127.0.0.1', '64:ff9b::a00:1', '64:ff9b:1::808:808',
-      '2002:7f00:1::1', '2002:c0a8:101::1', 'fe80::1%eth0',
+      '127.0.0.1',
+      '127.255.255.254',
+      '10.0.0.5',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.1.1',
+      '169.254.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '100.127.255.255',
+      '100.100.100.200',
+      '224.0.0.1',
+      '239.255.255.250',
+      '0.0.0.0',
+      '0.1.2.3',
+      '255.255.255.255',
+      '192.0.0.8',
+      '192.0.2.1',
+      '198.18.0.1',
+      '198.19.255.255',
+      '198.51.100.7',
+      '203.0.113.9',
+      '240.0.0.1',
+      '168.63.129.16',
+      '::',
+      '::1',
+      'fc00::1',
+      'fd12:3456::1',
+      'fd00:ec2::254',
+      'fe80::1',
+      'febf::1',
+      'ff02::1',
+      '100::1',
+      '2001:db8::1',
+      '3fff::1',
+      '2001::1',
+      '2001:2::1',
+      'fec0::1',
+      '5f00::1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '::ffff:10.0.0.1',
+      '::ffff:169.254.169.254',
+      '::ffff:0:a00:1',
+      '::127.0.0.1',
+      '::a00:1',
+      '64:ff9b::127.0.0.1',
+      '64:ff9b::a00:1',
+      '64:ff9b:1::808:808',
+      '2002:7f00:1::1',
+      '2002:c0a8:101::1',
+      'fe80::1%eth0',
       // not canonical literals: never interpret them differently from the URL parser
-      '0177.0.0.1', '0x7f.1', '2130706433', '127.1', 'example.com', '',
+      '0177.0.0.1',
+      '0x7f.1',
+      '2130706433',
+      '127.1',
+      'example.com',
+      '',
     ];
     for (const address of notPublic) {
       it(`refuses ${address || '(empty)'}`, () => assert.equal(isPublicAddress(address), false));
     }
     const isPublic = [
-      '93.184.215.14', '8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '192.0.3.1', '198.20.0.1',
-      '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:93.184.215.14', '64:ff9b::808:808', '2002:808:808::1',
+      '93.184.215.14',
+      '8.8.8.8',
+      '1.1.1.1',
+      '172.32.0.1',
+      '100.128.0.1',
+      '192.0.3.1',
+      '198.20.0.1',
+      '2606:4700:4700::1111',
+      '2a00:1450:4001::200e',
+      '::ffff:93.184.215.14',
+      '64:ff9b::808:808',
+      '2002:808:808::1',
     ];
     for (const address of isPublic) {
       it(`accepts ${address}`, () => assert.equal(isPublicAddress(address), true));
@@ -266,7 +329,7 @@ describe('webhook target guard', () => {
       assert.deepEqual(lookup.calls, ['imds.example.com']);
     });
 
-    it('surfaces the refusal as the cause of undici fetch\'s error', async () => {
+    it("surfaces the refusal as the cause of undici fetch's error", async () => {
       const dispatcher = guarded({ allowPrivateTargets: false, connectTimeoutMs: 2000, lookup: answers({ 'hooks.example.com': ['10.1.2.3'] }) });
       await assert.rejects(fetch(`https://hooks.example.com:${tcpPort}/`, { method: 'POST', body: '{}', dispatcher, redirect: 'error' }), (error: unknown) => {
         assert.ok(error instanceof TypeError);
@@ -296,20 +359,39 @@ describe('webhook target guard', () => {
           this.skip();
         }
         dir = mkdtempSync(join(tmpdir(), 'target-guard-'));
-        const made = spawnSync('openssl', [
-          'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem'),
-          '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-        ], { encoding: 'utf8' });
+        const made = spawnSync(
+          'openssl',
+          [
+            'req',
+            '-x509',
+            '-newkey',
+            'rsa:2048',
+            '-nodes',
+            '-keyout',
+            join(dir, 'k.pem'),
+            '-out',
+            join(dir, 'c.pem'),
+            '-days',
+            '1',
+            '-subj',
+            '/CN=localhost',
+            '-addext',
+            'subjectAltName=DNS:localhost,IP:127.0.0.1',
+          ],
+          { encoding: 'utf8' },
+        );
         assert.equal(made.status, 0, made.stderr);
         ca = readFileSync(join(dir, 'c.pem'));
         server = createHttpsServer({ key: readFileSync(join(dir, 'k.pem')), cert: ca }, (req, res) => {
           res.setHeader('x-remote', req.socket.remoteAddress ?? '');
           res.end(`ok ${req.method} ${req.url}`);
         });
-        return new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => {
-          port = (server.address() as AddressInfo).port;
-          resolve();
-        }));
+        return new Promise<void>((resolve) =>
+          server.listen(0, '127.0.0.1', () => {
+            port = (server.address() as AddressInfo).port;
+            resolve();
+          }),
+        );
       });
       after(async () => {
         if (server) {
@@ -331,7 +413,12 @@ describe('webhook target guard', () => {
       });
 
       it('refuses the same receiver without allowPrivateTargets', async () => {
-        const dispatcher = guarded({ allowPrivateTargets: false, connectTimeoutMs: 2000, lookup: answers({ 'hooks.example.com': ['127.0.0.1'] }), tls: { ca } });
+        const dispatcher = guarded({
+          allowPrivateTargets: false,
+          connectTimeoutMs: 2000,
+          lookup: answers({ 'hooks.example.com': ['127.0.0.1'] }),
+          tls: { ca },
+        });
         await assert.rejects(request(`https://hooks.example.com:${port}/`, { dispatcher }), refusedBy(/loopback/));
       });
 

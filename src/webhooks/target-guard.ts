@@ -29,12 +29,9 @@ export class WebhookTargetRefusedError extends Error {
 }
 
 // `verbatim` keeps the resolver's order, which is the order Node's connect would try them in.
-export const systemResolver: Resolver = async (host) =>
-  (await dns.lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
+export const systemResolver: Resolver = async (host) => (await dns.lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
 
-type Category =
-  | 'public' | 'metadata' | 'loopback' | 'private' | 'shared' | 'linkLocal'
-  | 'multicast' | 'broadcast' | 'unspecified' | 'reserved';
+type Category = 'public' | 'metadata' | 'loopback' | 'private' | 'shared' | 'linkLocal' | 'multicast' | 'broadcast' | 'unspecified' | 'reserved';
 
 const DESCRIPTION: Record<Exclude<Category, 'public'>, string> = {
   metadata: 'a cloud metadata address',
@@ -67,12 +64,22 @@ const METADATA_ADDRESSES = new Set([
 // Every IPv4 class ipaddr.js names other than 'unicast' is special-purpose (its list matches the
 // IANA IPv4 special-purpose registry, including as112 and amt, which we refuse too).
 const IPV4_CATEGORY: Partial<Record<string, Category>> = {
-  unicast: 'public', unspecified: 'unspecified', broadcast: 'broadcast', multicast: 'multicast',
-  linkLocal: 'linkLocal', loopback: 'loopback', carrierGradeNat: 'shared', private: 'private',
+  unicast: 'public',
+  unspecified: 'unspecified',
+  broadcast: 'broadcast',
+  multicast: 'multicast',
+  linkLocal: 'linkLocal',
+  loopback: 'loopback',
+  carrierGradeNat: 'shared',
+  private: 'private',
 };
 const IPV6_CATEGORY: Partial<Record<string, Category>> = {
-  unspecified: 'unspecified', loopback: 'loopback', linkLocal: 'linkLocal', multicast: 'multicast',
-  uniqueLocal: 'private', rfc6052: 'private', // what remains of rfc6052 here is 64:ff9b:1::/48, local-use NAT64
+  unspecified: 'unspecified',
+  loopback: 'loopback',
+  linkLocal: 'linkLocal',
+  multicast: 'multicast',
+  uniqueLocal: 'private',
+  rfc6052: 'private', // what remains of rfc6052 here is 64:ff9b:1::/48, local-use NAT64
 };
 // IANA has only allocated global unicast from 2000::/3; anything outside it is special or unassigned.
 const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
@@ -131,12 +138,14 @@ function addressRefusal(address: string, allowPrivateTargets: boolean): string |
 // Names that only ever mean something inside a network: refused without asking DNS, whose answer
 // for them depends on the machine we run on (hosts file, search domains, cloud resolvers).
 const METADATA_NAMES = new Set([
-  'metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data', 'instance-data.ec2.internal',
+  'metadata',
+  'metadata.google.internal',
+  'metadata.goog',
+  'instance-data',
+  'instance-data.ec2.internal',
   'metadata.tencentyun.com',
 ]);
-const LOCAL_SUFFIXES = [
-  'localhost', 'local', 'localdomain', 'internal', 'intranet', 'lan', 'home', 'corp', 'home.arpa', 'test', 'invalid', 'onion',
-];
+const LOCAL_SUFFIXES = ['localhost', 'local', 'localdomain', 'internal', 'intranet', 'lan', 'home', 'corp', 'home.arpa', 'test', 'invalid', 'onion'];
 
 function nameRefusal(name: string, allowPrivateTargets: boolean): string | undefined {
   if (METADATA_NAMES.has(name)) return `host is a cloud metadata endpoint (${name})`;
@@ -217,10 +226,7 @@ export async function checkWebhookUrl(raw: string, options: CheckWebhookUrlOptio
   if (host === '') return refuse('url must have a host');
   let vetted: Vetted;
   try {
-    vetted = await withTimeout(
-      vetHost(host, options.allowPrivateTargets, options.resolve ?? systemResolver),
-      options.resolveTimeoutMs ?? 5000,
-    );
+    vetted = await withTimeout(vetHost(host, options.allowPrivateTargets, options.resolve ?? systemResolver), options.resolveTimeoutMs ?? 5000);
   } catch (error) {
     const code = (error as { code?: string }).code;
     return refuse(code === 'ETIMEOUT' ? `host lookup timed out (${host})` : `host does not resolve (${host})`);
@@ -264,9 +270,7 @@ export function createGuardedDispatcher(options: GuardedDispatcherOptions): Agen
       (vetted) => {
         if (!vetted.ok) return callback(new WebhookTargetRefusedError(vetted.reason), '', 0);
         const family = lookupOptions.family === 'IPv4' ? 4 : lookupOptions.family === 'IPv6' ? 6 : lookupOptions.family;
-        const entries = vetted.addresses
-          .map((address) => ({ address, family: isIP(address) }))
-          .filter((entry) => !family || entry.family === family);
+        const entries = vetted.addresses.map((address) => ({ address, family: isIP(address) })).filter((entry) => !family || entry.family === family);
         const first = entries[0];
         if (!first) return callback(Object.assign(new Error(`no IPv${family} address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
         if (lookupOptions.all) callback(null, entries);

@@ -178,7 +178,12 @@ export class WebhooksRepository {
   }
 
   /** The event's exact body and its first deliveries, in the unit of work of the state change (D14). */
-  async insertEventDeliveries(unit: UnitOfWork, event: { id: string; lenderId: string; body: string }, deliveries: NewDelivery[], nextAttemptAt: string): Promise<void> {
+  async insertEventDeliveries(
+    unit: UnitOfWork,
+    event: { id: string; lenderId: string; body: string },
+    deliveries: NewDelivery[],
+    nextAttemptAt: string,
+  ): Promise<void> {
     const trx = transactionOf(unit);
     await trx('webhook_events').insert({ event_id: event.id, lender_id: event.lenderId, body: event.body });
     await this.insertDeliveries(trx, deliveries, nextAttemptAt);
@@ -241,7 +246,18 @@ export class WebhooksRepository {
         claimed.map((r) => r.id),
       )
       .andWhere('d.locked_by', workerId)
-      .select('d.id', 'd.webhook_id', 'd.event_name', 'd.attempts', 'd.first_attempt_at', 'd.next_attempt_at', 'd.event_sequence', 'w.url', 'w.secret_ciphertext', 'e.body');
+      .select(
+        'd.id',
+        'd.webhook_id',
+        'd.event_name',
+        'd.attempts',
+        'd.first_attempt_at',
+        'd.next_attempt_at',
+        'd.event_sequence',
+        'w.url',
+        'w.secret_ciphertext',
+        'e.body',
+      );
     return rows
       .sort((a, b) => a.next_attempt_at.localeCompare(b.next_attempt_at) || a.event_sequence - b.event_sequence)
       .map((r) => ({
@@ -296,7 +312,12 @@ export class WebhooksRepository {
         });
       });
     }
-    const rows = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1);
+    const rows = await query
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(limit + 1);
     const page = rows.slice(0, limit);
     return { deliveries: await this.withAttempts(page), hasMore: rows.length > limit };
   }

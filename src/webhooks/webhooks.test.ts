@@ -90,7 +90,10 @@ for (const factory of testDatabases()) {
       const created = await register(['verification.completed']);
       assert.match(created.secret, /^whsec_[A-Za-z0-9]{32,}$/);
       const listed = await api().get('/webhooks');
-      assert.deepEqual(listed.body.data.map((w: { webhook_id: string }) => w.webhook_id), [created.webhook_id]);
+      assert.deepEqual(
+        listed.body.data.map((w: { webhook_id: string }) => w.webhook_id),
+        [created.webhook_id],
+      );
       assert.ok(!JSON.stringify(listed.body).includes(created.secret));
       const row = await service.db.knex('webhook_endpoints').where({ id: created.webhook_id }).first();
       assert.ok(!JSON.stringify(row).includes(created.secret.slice(6)));
@@ -120,7 +123,10 @@ for (const factory of testDatabases()) {
         assert.equal(delivery.headers['x-service-event'], payload.event);
         validateEvent(payload.event, payload);
       }
-      const completedIds = receiver.to(completed.path).map((r) => JSON.parse(r.rawBody.toString()).verification_id).sort();
+      const completedIds = receiver
+        .to(completed.path)
+        .map((r) => JSON.parse(r.rawBody.toString()).verification_id)
+        .sort();
       assert.deepEqual(completedIds, [ok.verification_id, synthetic.verification_id].sort());
       const failure = JSON.parse(receiver.to(failed.path)[0]!.rawBody.toString());
       assert.deepEqual([failure.verification_id, failure.reason, failure.data.status], [ko.verification_id, 'platform_error', 'failed']);
@@ -143,7 +149,10 @@ for (const factory of testDatabases()) {
       assert.equal(log.status, 200);
       const [delivery] = log.body.data;
       assert.equal(delivery.status, 'succeeded');
-      assert.deepEqual(delivery.attempts.map((a: { status_code: number }) => a.status_code), [500, 503, 200]);
+      assert.deepEqual(
+        delivery.attempts.map((a: { status_code: number }) => a.status_code),
+        [500, 503, 200],
+      );
     });
 
     it('fails a delivery after the last attempt, and replays it on request with a new delivery id', async () => {
@@ -211,11 +220,24 @@ for (const factory of testDatabases()) {
       await service.db.knex('webhook_events').insert({ event_id: copy.id, lender_id: copy.lender_id, body: copy.payload });
       const copyDeliveryId = randomUUID();
       await service.db.knex('webhook_deliveries').insert({
-        id: copyDeliveryId, webhook_id, lender_id: laterEvent.lender_id, event_id: copy.id, event_name: copy.name, verification_id: v.verification_id,
-        event_sequence: copy.sequence, status: 'pending', attempts: 0, next_attempt_at: clock.now().toISOString(), created_at: clock.now().toISOString(),
+        id: copyDeliveryId,
+        webhook_id,
+        lender_id: laterEvent.lender_id,
+        event_id: copy.id,
+        event_name: copy.name,
+        verification_id: v.verification_id,
+        event_sequence: copy.sequence,
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: clock.now().toISOString(),
+        created_at: clock.now().toISOString(),
       });
       const before = receiver.to(path).length;
-      const sentSince = () => receiver.to(path).slice(before).map((r) => r.headers['x-service-delivery']);
+      const sentSince = () =>
+        receiver
+          .to(path)
+          .slice(before)
+          .map((r) => r.headers['x-service-delivery']);
       await settle();
       assert.deepEqual(sentSince(), [first.delivery_id], 'the later event overtook the earlier one');
       // Its second failure waits for the third slot of the schedule (300 s after its first attempt).

@@ -24,7 +24,15 @@ type Schemas = components['schemas'];
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // Without the background-networking flags Chromium floods a closed network with refused connections.
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+];
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 export const SCREENSHOT_DIR = join(tmpdir(), 'civ-consent-screenshots');
 
@@ -80,7 +88,10 @@ describe('consent page in a real browser (headless Chromium)', function () {
     const lender = await admin.createLender(ctx, { name: 'Northwind Capital' });
     await admin.updateLender(ctx, { id: lender.id, rateLimit: 100000, burst: 10000 });
     key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
-    const webhook = await api<Schemas['WebhookWithSecret']>('POST', '/webhooks', { url: `${receiverUrl}/browser`, events: ['verification.completed', 'verification.failed'] });
+    const webhook = await api<Schemas['WebhookWithSecret']>('POST', '/webhooks', {
+      url: `${receiverUrl}/browser`,
+      events: ['verification.completed', 'verification.failed'],
+    });
     webhookSecret = webhook.secret;
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     mkdirSync(SCREENSHOT_DIR, { recursive: true });
@@ -123,7 +134,12 @@ describe('consent page in a real browser (headless Chromium)', function () {
     stripe.addAccount({
       accountId,
       email: `billing-${randomUUID()}@example.org`,
-      transactions: months.map((m, i) => ({ amount: 25000 + 50 * i, currency: 'eur', created: Date.parse(`${m}-10T09:00:00Z`) / 1000, type: 'charge' as const })),
+      transactions: months.map((m, i) => ({
+        amount: 25000 + 50 * i,
+        currency: 'eur',
+        created: Date.parse(`${m}-10T09:00:00Z`) / 1000,
+        type: 'charge' as const,
+      })),
     });
     return { email, accountId, revenue };
   }
@@ -145,9 +161,12 @@ describe('consent page in a real browser (headless Chromium)', function () {
     throw new Error(`no focusable element matching ${text}`);
   }
 
-  it('connects both platforms, gives consent, completes with a tape from the providers\' data and sends the webhook', async () => {
+  it("connects both platforms, gives consent, completes with a tape from the providers' data and sends the webhook", async () => {
     const { email, accountId, revenue } = creator();
-    const { verification_id: id, consent_url } = await api<Schemas['Verification']>('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
+    const { verification_id: id, consent_url } = await api<Schemas['Verification']>('POST', '/verifications', {
+      obligor_reference: `obligor-${randomUUID()}`,
+      creator_platforms: ['youtube', 'stripe'],
+    });
     const page = await browser.newPage();
     await page.goto(consent_url);
     assert.equal(await page.locator('h1').innerText(), 'Northwind Capital asks to verify your creator income');
@@ -170,11 +189,20 @@ describe('consent page in a real browser (headless Chromium)', function () {
     assert.equal(done.status, 'completed');
     const tape = await api<Schemas['RiskTapeV2_0_0']>('GET', `/verifications/${id}/tape`);
     const last12 = months.slice(-12);
-    const byPlatform = Object.fromEntries(tape.cashflow_summary.per_platform.map((p: { platform: string; revenue_12m_total_eur: number }) => [p.platform, p.revenue_12m_total_eur]));
-    assert.equal(byPlatform.youtube, last12.reduce((sum, m) => sum + revenue[m]!, 0));
-    assert.equal(byPlatform.stripe, last12.reduce((sum, m) => sum + (25000 + 50 * months.indexOf(m)) / 100, 0));
+    const byPlatform = Object.fromEntries(
+      tape.cashflow_summary.per_platform.map((p: { platform: string; revenue_12m_total_eur: number }) => [p.platform, p.revenue_12m_total_eur]),
+    );
+    assert.equal(
+      byPlatform.youtube,
+      last12.reduce((sum, m) => sum + revenue[m]!, 0),
+    );
+    assert.equal(
+      byPlatform.stripe,
+      last12.reduce((sum, m) => sum + (25000 + 50 * months.indexOf(m)) / 100, 0),
+    );
 
-    for (let i = 0; i < 50 && !receiver.to('/browser').some((r) => JSON.parse(r.rawBody.toString()).verification_id === id); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 50 && !receiver.to('/browser').some((r) => JSON.parse(r.rawBody.toString()).verification_id === id); i++)
+      await new Promise((r) => setTimeout(r, 100));
     const delivery = receiver.to('/browser').find((r) => JSON.parse(r.rawBody.toString()).verification_id === id);
     assert.ok(delivery, 'no webhook for the completed verification');
     assert.ok(verifyWebhookSignature(delivery.rawBody, delivery.headers['x-service-signature'], webhookSecret));
@@ -184,7 +212,10 @@ describe('consent page in a real browser (headless Chromium)', function () {
 
   it('works by keyboard alone', async () => {
     const { email, accountId } = creator();
-    const { verification_id: id, consent_url } = await api<Schemas['Verification']>('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
+    const { verification_id: id, consent_url } = await api<Schemas['Verification']>('POST', '/verifications', {
+      obligor_reference: `obligor-${randomUUID()}`,
+      creator_platforms: ['youtube', 'stripe'],
+    });
     const page = await browser.newPage();
     await page.goto(consent_url);
     await pressByKeyboard(page, /^Connect YouTube/);
@@ -198,7 +229,10 @@ describe('consent page in a real browser (headless Chromium)', function () {
 
   it('passes an axe-core accessibility scan of the consent page', async () => {
     creator();
-    const { consent_url } = await api<Schemas['Verification']>('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
+    const { consent_url } = await api<Schemas['Verification']>('POST', '/verifications', {
+      obligor_reference: `obligor-${randomUUID()}`,
+      creator_platforms: ['youtube', 'stripe'],
+    });
     // The page's CSP forbids scripts, rightly; only this scan's context bypasses it to inject axe.
     const context = await browser.newContext({ bypassCSP: true });
     const page = await context.newPage();
@@ -207,7 +241,10 @@ describe('consent page in a real browser (headless Chromium)', function () {
     const results: { violations: Array<{ id: string; help: string; nodes: unknown[] }> } = await page.evaluate(
       `axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] })`,
     );
-    assert.deepEqual(results.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.length})`), []);
+    assert.deepEqual(
+      results.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.length})`),
+      [],
+    );
     await context.close();
   });
 
@@ -219,7 +256,10 @@ describe('consent page in a real browser (headless Chromium)', function () {
   for (const [what, inject, reason] of failures) {
     it(`ends in ${reason} for ${what}`, async () => {
       const { email, accountId } = creator();
-      const { verification_id: id, consent_url } = await api<Schemas['Verification']>('POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube', 'stripe'] });
+      const { verification_id: id, consent_url } = await api<Schemas['Verification']>('POST', '/verifications', {
+        obligor_reference: `obligor-${randomUUID()}`,
+        creator_platforms: ['youtube', 'stripe'],
+      });
       const page = await browser.newPage();
       await page.goto(consent_url);
       await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Connect YouTube' }).click()]);

@@ -52,7 +52,12 @@ interface ParsedForm {
 }
 
 function decodeEntities(text: string): string {
-  return text.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  return text
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 }
 
 function attributes(tag: string): Record<string, string> {
@@ -139,7 +144,12 @@ interface Tokens {
 
 async function connect(sim: GoogleSimulator, email: string, options: { overrides?: Record<string, string | null>; untick?: string[] } = {}): Promise<Tokens> {
   const { callback, verifier } = await consent(sim, email, options);
-  const response = await tokenRequest(sim, { grant_type: 'authorization_code', code: callback.searchParams.get('code') ?? '', redirect_uri: REDIRECT_URI, code_verifier: verifier });
+  const response = await tokenRequest(sim, {
+    grant_type: 'authorization_code',
+    code: callback.searchParams.get('code') ?? '',
+    redirect_uri: REDIRECT_URI,
+    code_verifier: verifier,
+  });
   assert.equal(response.status, 200, await response.clone().text());
   return (await response.json()) as Tokens;
 }
@@ -179,7 +189,12 @@ async function expectOAuthError(response: Response, status: number, error: strin
   if (description !== undefined) assert.equal(body.error_description, description);
 }
 
-async function expectApiError(response: Response, code: number, status: string, reason?: string): Promise<{ message: string; errors?: Array<Record<string, string>> }> {
+async function expectApiError(
+  response: Response,
+  code: number,
+  status: string,
+  reason?: string,
+): Promise<{ message: string; errors?: Array<Record<string, string>> }> {
   const body = (await response.json()) as { error: { code: number; message: string; status: string; errors?: Array<Record<string, string>> } };
   assert.equal(response.status, code, JSON.stringify(body));
   assert.equal(body.error.code, code);
@@ -237,7 +252,10 @@ describe('Google simulator', function () {
       assert.equal(callback.searchParams.get('state'), 'state-123');
       const code = callback.searchParams.get('code') ?? '';
       assert.match(code, /^4\/0/);
-      assert.deepEqual(new Set(callback.searchParams.get('scope')?.split(' ')), new Set([GOOGLE_SCOPES.monetary, 'openid', 'email', GOOGLE_SCOPES.userinfoEmail]));
+      assert.deepEqual(
+        new Set(callback.searchParams.get('scope')?.split(' ')),
+        new Set([GOOGLE_SCOPES.monetary, 'openid', 'email', GOOGLE_SCOPES.userinfoEmail]),
+      );
 
       const response = await tokenRequest(sim, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier });
       assert.equal(response.status, 200);
@@ -263,7 +281,11 @@ describe('Google simulator', function () {
 
     it('accepts client authentication by HTTP Basic instead of form parameters', async function () {
       const { callback, verifier } = await consent(sim, BOB);
-      const response = await tokenRequest(sim, { grant_type: 'authorization_code', code: callback.searchParams.get('code') ?? '', redirect_uri: REDIRECT_URI, code_verifier: verifier }, { basic: true });
+      const response = await tokenRequest(
+        sim,
+        { grant_type: 'authorization_code', code: callback.searchParams.get('code') ?? '', redirect_uri: REDIRECT_URI, code_verifier: verifier },
+        { basic: true },
+      );
       assert.equal(response.status, 200);
       assert.equal(sim.calls.at(-1)?.body.client_secret, undefined);
     });
@@ -338,10 +360,26 @@ describe('Google simulator', function () {
         mutate(body);
         return { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body };
       };
-      await expectErrorPage(sim.endpoints.authorize, 'invalid_client', post((b) => b.set('client_id', 'other')));
-      await expectErrorPage(sim.endpoints.authorize, 'redirect_uri_mismatch', post((b) => b.set('redirect_uri', 'http://evil.example/cb')));
-      await expectErrorPage(sim.endpoints.authorize, 'invalid_request', post((b) => b.set('email', 'nobody@example.com')));
-      await expectErrorPage(sim.endpoints.authorize, 'invalid_request', post((b) => b.set('decision', 'maybe')));
+      await expectErrorPage(
+        sim.endpoints.authorize,
+        'invalid_client',
+        post((b) => b.set('client_id', 'other')),
+      );
+      await expectErrorPage(
+        sim.endpoints.authorize,
+        'redirect_uri_mismatch',
+        post((b) => b.set('redirect_uri', 'http://evil.example/cb')),
+      );
+      await expectErrorPage(
+        sim.endpoints.authorize,
+        'invalid_request',
+        post((b) => b.set('email', 'nobody@example.com')),
+      );
+      await expectErrorPage(
+        sim.endpoints.authorize,
+        'invalid_request',
+        post((b) => b.set('decision', 'maybe')),
+      );
     });
 
     it('checks redirect_uri by exact match when the client has registered URIs', async function () {
@@ -370,19 +408,37 @@ describe('Google simulator', function () {
     });
 
     it('refuses an unknown code (invalid_grant)', async function () {
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'authorization_code', code: '4/0nonsense', redirect_uri: REDIRECT_URI, code_verifier: pkce().verifier }), 400, 'invalid_grant');
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'authorization_code', code: '4/0nonsense', redirect_uri: REDIRECT_URI, code_verifier: pkce().verifier }),
+        400,
+        'invalid_grant',
+      );
     });
 
     it('refuses a wrong or missing code_verifier (invalid_grant), and the code stays usable with the right one', async function () {
       const { code, verifier } = await freshCode();
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: pkce().verifier }), 400, 'invalid_grant', 'Invalid code verifier.');
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI }), 400, 'invalid_grant', 'Missing code verifier.');
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: pkce().verifier }),
+        400,
+        'invalid_grant',
+        'Invalid code verifier.',
+      );
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI }),
+        400,
+        'invalid_grant',
+        'Missing code verifier.',
+      );
       assert.equal((await tokenRequest(sim, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier })).status, 200);
     });
 
     it('refuses a redirect_uri different from the authorization request (redirect_uri_mismatch)', async function () {
       const { code, verifier } = await freshCode();
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:9/other', code_verifier: verifier }), 400, 'redirect_uri_mismatch');
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:9/other', code_verifier: verifier }),
+        400,
+        'redirect_uri_mismatch',
+      );
     });
 
     it('refuses a code older than ten minutes (invalid_grant)', async function () {
@@ -393,7 +449,12 @@ describe('Google simulator', function () {
         const { callback, verifier } = await consent(timed, ALICE);
         clock.advance(10 * 60 * 1000);
         await expectOAuthError(
-          await tokenRequest(timed, { grant_type: 'authorization_code', code: callback.searchParams.get('code') ?? '', redirect_uri: REDIRECT_URI, code_verifier: verifier }),
+          await tokenRequest(timed, {
+            grant_type: 'authorization_code',
+            code: callback.searchParams.get('code') ?? '',
+            redirect_uri: REDIRECT_URI,
+            code_verifier: verifier,
+          }),
           400,
           'invalid_grant',
         );
@@ -405,7 +466,12 @@ describe('Google simulator', function () {
     it('answers 401 invalid_client for an unknown client or a wrong secret, by form or by Basic', async function () {
       const { code, verifier } = await freshCode();
       const grant = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier };
-      await expectOAuthError(await tokenRequest(sim, { ...grant, client_id: 'other', client_secret: sim.clientSecret }), 401, 'invalid_client', 'The OAuth client was not found.');
+      await expectOAuthError(
+        await tokenRequest(sim, { ...grant, client_id: 'other', client_secret: sim.clientSecret }),
+        401,
+        'invalid_client',
+        'The OAuth client was not found.',
+      );
       await expectOAuthError(await tokenRequest(sim, { ...grant, client_id: sim.clientId, client_secret: 'wrong' }), 401, 'invalid_client', 'Unauthorized');
       const basic = await fetch(sim.endpoints.token, {
         method: 'POST',
@@ -419,12 +485,31 @@ describe('Google simulator', function () {
     });
 
     it('answers 400 invalid_request for missing client credentials or parameters, or a JSON body', async function () {
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'authorization_code', client_id: '', client_secret: '' }), 400, 'invalid_request', 'Could not determine client ID from request.');
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'authorization_code', client_id: sim.clientId }), 400, 'invalid_request', 'client_secret is missing.');
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'authorization_code', client_id: '', client_secret: '' }),
+        400,
+        'invalid_request',
+        'Could not determine client ID from request.',
+      );
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'authorization_code', client_id: sim.clientId }),
+        400,
+        'invalid_request',
+        'client_secret is missing.',
+      );
       await expectOAuthError(await tokenRequest(sim, {}), 400, 'invalid_request', 'Missing required parameter: grant_type');
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'authorization_code', redirect_uri: REDIRECT_URI }), 400, 'invalid_request', 'Missing required parameter: code');
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'authorization_code', redirect_uri: REDIRECT_URI }),
+        400,
+        'invalid_request',
+        'Missing required parameter: code',
+      );
       await expectOAuthError(await tokenRequest(sim, { grant_type: 'refresh_token' }), 400, 'invalid_request', 'Missing required parameter: refresh_token');
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'authorization_code', code: 'x' }, { contentType: 'application/json' }), 400, 'invalid_request');
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'authorization_code', code: 'x' }, { contentType: 'application/json' }),
+        400,
+        'invalid_request',
+      );
     });
 
     it('answers 400 unsupported_grant_type for other grants', async function () {
@@ -446,21 +531,39 @@ describe('Google simulator', function () {
     });
 
     it('refresh with an unknown token is invalid_grant', async function () {
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'refresh_token', refresh_token: '1//0unknown' }), 400, 'invalid_grant', 'Token has been expired or revoked.');
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'refresh_token', refresh_token: '1//0unknown' }),
+        400,
+        'invalid_grant',
+        'Token has been expired or revoked.',
+      );
     });
 
     it('revoking the refresh token (token in the query) kills the whole consent', async function () {
       const tokens = await connect(sim, ALICE);
-      const response = await fetch(`${sim.endpoints.revoke}?token=${encodeURIComponent(tokens.refresh_token ?? '')}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const response = await fetch(`${sim.endpoints.revoke}?token=${encodeURIComponent(tokens.refresh_token ?? '')}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       assert.equal(response.status, 200);
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' }), 400, 'invalid_grant', 'Token has been expired or revoked.');
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' }),
+        400,
+        'invalid_grant',
+        'Token has been expired or revoked.',
+      );
       await expectApiError(await report(sim, tokens.access_token), 401, 'UNAUTHENTICATED', 'authError');
       assert.equal((await userinfo(sim, tokens.access_token)).status, 401);
     });
 
     it('revoking the access token (token in the form) also revokes its refresh token; a second revoke is invalid_token', async function () {
       const tokens = await connect(sim, ALICE);
-      const revoke = () => fetch(sim.endpoints.revoke, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tokens.access_token }) });
+      const revoke = () =>
+        fetch(sim.endpoints.revoke, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ token: tokens.access_token }),
+        });
       assert.equal((await revoke()).status, 200);
       await expectOAuthError(await tokenRequest(sim, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' }), 400, 'invalid_grant');
       await expectOAuthError(await revoke(), 400, 'invalid_token', 'Token expired or revoked');
@@ -595,7 +698,13 @@ describe('Google simulator', function () {
       const unknown = await report(sim, 'ya29.unknown');
       assert.match(unknown.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
       const error = await expectApiError(unknown, 401, 'UNAUTHENTICATED', 'authError');
-      assert.deepEqual(error.errors?.[0], { message: 'Invalid Credentials', domain: 'global', reason: 'authError', location: 'Authorization', locationType: 'header' });
+      assert.deepEqual(error.errors?.[0], {
+        message: 'Invalid Credentials',
+        domain: 'global',
+        reason: 'authError',
+        location: 'Authorization',
+        locationType: 'header',
+      });
     });
 
     it('answers 403 Forbidden when the token has only the non-monetary Analytics scope', async function () {
@@ -678,7 +787,12 @@ describe('Google simulator', function () {
       const alice = await connect(sim, ALICE);
       const bob = await connect(sim, BOB);
       sim.inject('revoked', { email: ALICE });
-      await expectOAuthError(await tokenRequest(sim, { grant_type: 'refresh_token', refresh_token: alice.refresh_token ?? '' }), 400, 'invalid_grant', 'Token has been expired or revoked.');
+      await expectOAuthError(
+        await tokenRequest(sim, { grant_type: 'refresh_token', refresh_token: alice.refresh_token ?? '' }),
+        400,
+        'invalid_grant',
+        'Token has been expired or revoked.',
+      );
       await expectApiError(await report(sim, alice.access_token), 401, 'UNAUTHENTICATED', 'authError');
       assert.equal((await userinfo(sim, alice.access_token)).status, 401);
       assert.equal((await report(sim, bob.access_token)).status, 200);
@@ -746,7 +860,14 @@ describe('Google simulator', function () {
       assert.equal(decision?.body.granted_scope, GOOGLE_SCOPES.monetary);
       assert.equal(exchange?.body.grant_type, 'authorization_code');
       assert.equal(exchange?.body.client_secret, sim.clientSecret);
-      assert.deepEqual(query?.query, { ids: 'channel==MINE', startDate: '2025-12-01', endDate: '2026-03-31', metrics: 'estimatedRevenue', dimensions: 'month', currency: 'USD' });
+      assert.deepEqual(query?.query, {
+        ids: 'channel==MINE',
+        startDate: '2025-12-01',
+        endDate: '2026-03-31',
+        metrics: 'estimatedRevenue',
+        dimensions: 'month',
+        currency: 'USD',
+      });
     });
 
     it('publishes an OpenID discovery document naming its endpoints', async function () {

@@ -100,7 +100,20 @@ const SCOPE_EXPANSION: Record<string, string> = { email: GOOGLE_SCOPES.userinfoE
 
 // Real metric names the simulator does not serve get "query not supported" rather than
 // "unknown identifier", as Google would give for a valid metric in an unsupported combination.
-const KNOWN_UNSERVED_METRICS = new Set(['views', 'estimatedMinutesWatched', 'likes', 'comments', 'shares', 'subscribersGained', 'estimatedAdRevenue', 'grossRevenue', 'cpm', 'playbackBasedCpm', 'adImpressions', 'monetizedPlaybacks']);
+const KNOWN_UNSERVED_METRICS = new Set([
+  'views',
+  'estimatedMinutesWatched',
+  'likes',
+  'comments',
+  'shares',
+  'subscribersGained',
+  'estimatedAdRevenue',
+  'grossRevenue',
+  'cpm',
+  'playbackBasedCpm',
+  'adImpressions',
+  'monetizedPlaybacks',
+]);
 
 const QUERY_NOT_SUPPORTED =
   'The query is not supported. Check the documentation at https://developers.google.com/youtube/analytics/v2/available_reports for a list of supported queries.';
@@ -215,7 +228,11 @@ export async function startGoogleSimulator(options: GoogleSimulatorOptions = {})
         case PATHS.discovery:
           return sendJson(res, 200, discoveryDocument());
         default:
-          return sendHtml(res, 404, page('Error 404 (Not Found)', `<h1>404. That’s an error.</h1><p>The requested URL ${escapeHtml(url.pathname)} was not found on this server.</p>`));
+          return sendHtml(
+            res,
+            404,
+            page('Error 404 (Not Found)', `<h1>404. That’s an error.</h1><p>The requested URL ${escapeHtml(url.pathname)} was not found on this server.</p>`),
+          );
       }
     } catch (error) {
       if (error instanceof HttpError) return sendJson(res, error.status, error.body, error.headers);
@@ -249,7 +266,8 @@ export async function startGoogleSimulator(options: GoogleSimulatorOptions = {})
     if (!codeChallenge) return fail('invalid_request', 'Missing required parameter: code_challenge (this simulator requires PKCE)');
     const challengeMethod = params.get('code_challenge_method') ?? 'plain';
     if (challengeMethod !== 'S256') return fail('invalid_request', `Invalid code_challenge_method: ${challengeMethod} (this simulator accepts only S256)`);
-    if (!/^[A-Za-z0-9_-]{43}$/.test(codeChallenge)) return fail('invalid_request', 'Invalid code_challenge: expected the base64url SHA-256 of the code_verifier (43 characters).');
+    if (!/^[A-Za-z0-9_-]{43}$/.test(codeChallenge))
+      return fail('invalid_request', 'Invalid code_challenge: expected the base64url SHA-256 of the code_verifier (43 characters).');
     const accessType = params.get('access_type') ?? 'online';
     if (accessType !== 'online' && accessType !== 'offline') return fail('invalid_request', `Invalid access_type: ${accessType}`);
     const prompts = (params.get('prompt') ?? '').split(/\s+/).filter(Boolean);
@@ -291,7 +309,10 @@ export async function startGoogleSimulator(options: GoogleSimulatorOptions = {})
       .map((account, i) => {
         const headingId = `account-${i}`;
         const checkboxes = grantable
-          .map((s) => `<li><label><input type="checkbox" name="granted_scope" value="${escapeHtml(s)}" checked> ${escapeHtml(SCOPE_DESCRIPTIONS[s] ?? s)}</label></li>`)
+          .map(
+            (s) =>
+              `<li><label><input type="checkbox" name="granted_scope" value="${escapeHtml(s)}" checked> ${escapeHtml(SCOPE_DESCRIPTIONS[s] ?? s)}</label></li>`,
+          )
           .join('');
         return `<li><section aria-labelledby="${headingId}"><h2 id="${headingId}">${escapeHtml(account.email)}</h2>
 <form method="post" action="${PATHS.authorize}">${carried}<input type="hidden" name="email" value="${escapeHtml(account.email)}"><input type="hidden" name="granular_consent" value="1">${
@@ -313,7 +334,8 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
     if ('error' in request) return authorizationErrorPage(res, request);
     const decision = form.get('decision');
     if (decision === 'deny') return redirect(res, request.redirectUri, { error: 'access_denied', state: request.state });
-    if (decision !== 'allow') return authorizationErrorPage(res, { status: 400, error: 'invalid_request', message: 'Missing or invalid decision: expected allow or deny.' });
+    if (decision !== 'allow')
+      return authorizationErrorPage(res, { status: 400, error: 'invalid_request', message: 'Missing or invalid decision: expected allow or deny.' });
     const account = accounts.get(form.get('email') ?? '');
     if (!account) return authorizationErrorPage(res, { status: 400, error: 'invalid_request', message: `No such account: ${form.get('email') ?? '(none)'}` });
 
@@ -361,7 +383,11 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
     if (!isForm(req)) throw oauthError(400, 'invalid_request', 'Content-Type must be application/x-www-form-urlencoded.');
     const grantType = form.get('grant_type');
     const email =
-      grantType === 'authorization_code' ? codes.get(form.get('code') ?? '')?.email : grantType === 'refresh_token' ? refreshTokens.get(form.get('refresh_token') ?? '')?.email : undefined;
+      grantType === 'authorization_code'
+        ? codes.get(form.get('code') ?? '')?.email
+        : grantType === 'refresh_token'
+          ? refreshTokens.get(form.get('refresh_token') ?? '')?.email
+          : undefined;
     if (takeFault('server_error', email)) return sendUnavailable(res);
 
     authenticateClient(req, form);
@@ -403,10 +429,18 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
     if (record.redirectUri !== redirectUri) throw oauthError(400, 'redirect_uri_mismatch', 'Bad Request');
     const verifier = form.get('code_verifier');
     if (!verifier) throw oauthError(400, 'invalid_grant', 'Missing code verifier.');
-    if (!/^[A-Za-z0-9._~-]{43,128}$/.test(verifier) || s256(verifier) !== record.codeChallenge) throw oauthError(400, 'invalid_grant', 'Invalid code verifier.');
+    if (!/^[A-Za-z0-9._~-]{43,128}$/.test(verifier) || s256(verifier) !== record.codeChallenge)
+      throw oauthError(400, 'invalid_grant', 'Invalid code verifier.');
     record.used = true;
 
-    const grant: Grant = { email: record.email, clientId: record.clientId, scopes: record.scopes, revoked: false, refreshToken: undefined, accessTokens: new Set() };
+    const grant: Grant = {
+      email: record.email,
+      clientId: record.clientId,
+      scopes: record.scopes,
+      revoked: false,
+      refreshToken: undefined,
+      accessTokens: new Set(),
+    };
     grants.push(grant);
     const issued = issueAccessToken(grant);
     if (record.offline) {
@@ -480,7 +514,11 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
     if (takeFault('server_error', presented ? accessTokens.get(presented)?.grant.email : undefined)) return sendUnavailable(res);
     const record = presented ? liveAccessToken(presented) : undefined;
     if (!record) {
-      throw new HttpError(401, { error: 'invalid_request', error_description: 'Invalid Credentials' }, { 'www-authenticate': 'Bearer realm="https://accounts.google.com/", error="invalid_token"' });
+      throw new HttpError(
+        401,
+        { error: 'invalid_request', error_description: 'Invalid Credentials' },
+        { 'www-authenticate': 'Bearer realm="https://accounts.google.com/", error="invalid_token"' },
+      );
     }
     const grant = record.grant;
     const info: Record<string, unknown> = { sub: accounts.get(grant.email)?.sub ?? subjectFor(grant.email) };
@@ -504,17 +542,27 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
     if (takeFault('server_error', email)) return sendUnavailable(res);
 
     if (!presented) {
-      throw googleApiError(401, 'UNAUTHENTICATED', 'Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.', {
-        errors: [{ message: 'Login Required.', domain: 'global', reason: 'required', location: 'Authorization', locationType: 'header' }],
-        headers: { 'www-authenticate': 'Bearer realm="https://accounts.google.com/"' },
-      });
+      throw googleApiError(
+        401,
+        'UNAUTHENTICATED',
+        'Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.',
+        {
+          errors: [{ message: 'Login Required.', domain: 'global', reason: 'required', location: 'Authorization', locationType: 'header' }],
+          headers: { 'www-authenticate': 'Bearer realm="https://accounts.google.com/"' },
+        },
+      );
     }
     const record = liveAccessToken(presented);
     if (!record) {
-      throw googleApiError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.', {
-        errors: [{ message: 'Invalid Credentials', domain: 'global', reason: 'authError', location: 'Authorization', locationType: 'header' }],
-        headers: { 'www-authenticate': 'Bearer realm="https://accounts.google.com/", error="invalid_token"' },
-      });
+      throw googleApiError(
+        401,
+        'UNAUTHENTICATED',
+        'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.',
+        {
+          errors: [{ message: 'Invalid Credentials', domain: 'global', reason: 'authError', location: 'Authorization', locationType: 'header' }],
+          headers: { 'www-authenticate': 'Bearer realm="https://accounts.google.com/", error="invalid_token"' },
+        },
+      );
     }
     const scopes = new Set(record.grant.scopes);
     // A token with no YouTube Analytics scope at all is stopped at Google's front end, before the
@@ -523,8 +571,17 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
     if (!analyticsScopes.some((s) => scopes.has(s))) {
       throw googleApiError(403, 'PERMISSION_DENIED', 'Request had insufficient authentication scopes.', {
         errors: [{ message: 'Insufficient Permission', domain: 'global', reason: 'insufficientPermissions' }],
-        details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ACCESS_TOKEN_SCOPE_INSUFFICIENT', domain: 'googleapis.com', metadata: { service: 'youtubeanalytics.googleapis.com' } }],
-        headers: { 'www-authenticate': `Bearer realm="https://accounts.google.com/", error="insufficient_scope", scope="${GOOGLE_SCOPES.monetary} ${GOOGLE_SCOPES.analytics}"` },
+        details: [
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'ACCESS_TOKEN_SCOPE_INSUFFICIENT',
+            domain: 'googleapis.com',
+            metadata: { service: 'youtubeanalytics.googleapis.com' },
+          },
+        ],
+        headers: {
+          'www-authenticate': `Bearer realm="https://accounts.google.com/", error="insufficient_scope", scope="${GOOGLE_SCOPES.monetary} ${GOOGLE_SCOPES.analytics}"`,
+        },
       });
     }
 
@@ -560,14 +617,18 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
     const startDate = q.get('startDate') ?? '';
     const endDate = q.get('endDate') ?? '';
     const metrics = (q.get('metrics') ?? '').split(',');
-    for (const [name, value] of [['startDate', startDate], ['endDate', endDate]] as const) {
+    for (const [name, value] of [
+      ['startDate', startDate],
+      ['endDate', endDate],
+    ] as const) {
       if (!/^[0-9]{4}-[0-9]{2}-[0-9]{2}$/.test(value)) {
         throw invalidParameter(name, `Invalid value '${value}'. Values must match the following regular expression: '[0-9]{4}-[0-9]{2}-[0-9]{2}'`);
       }
       if (!isCalendarDate(value)) throw invalidParameter(name, `Invalid value '${value}'. It is not a calendar date.`);
     }
     const currency = q.get('currency') ?? 'USD';
-    if (!/^[A-Z]{3}$/.test(currency)) throw invalidParameter('currency', `Invalid value '${currency}'. Values must match the following regular expression: '[A-Z]{3}'`);
+    if (!/^[A-Z]{3}$/.test(currency))
+      throw invalidParameter('currency', `Invalid value '${currency}'. Values must match the following regular expression: '[A-Z]{3}'`);
 
     const unknownMetric = metrics.find((m) => m !== 'estimatedRevenue' && !KNOWN_UNSERVED_METRICS.has(m));
     if (unknownMetric !== undefined) throw badRequest(`Unknown identifier (${unknownMetric}) given in field parameters.metrics.`);
@@ -579,7 +640,8 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
 
     const channel = /^channel==(.+)$/.exec(ids)?.[1];
     if (!channel) throw badRequest(`Invalid ids value '${ids}'. Expected channel==MINE or channel==CHANNEL_ID.`);
-    if (channel !== 'MINE' && channel !== account.channelId) throw googleApiError(403, 'PERMISSION_DENIED', 'Forbidden', { errors: [{ message: 'Forbidden', domain: 'global', reason: 'forbidden' }] });
+    if (channel !== 'MINE' && channel !== account.channelId)
+      throw googleApiError(403, 'PERMISSION_DENIED', 'Forbidden', { errors: [{ message: 'Forbidden', domain: 'global', reason: 'forbidden' }] });
 
     if (endDate < startDate) throw badRequest(`The start date (${startDate}) must be on or before the end date (${endDate}).`);
     if (!startDate.endsWith('-01')) throw badRequest(`With the month dimension the start date must be the first day of a month; got ${startDate}.`);
@@ -748,7 +810,9 @@ function redirect(res: ServerResponse, target: string, params: Record<string, st
   const location = new URL(target);
   for (const [key, value] of Object.entries(params)) if (value !== undefined) location.searchParams.append(key, value);
   res.writeHead(302, { location: location.toString(), 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-  res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Moved</title></head><body><p><a href="${escapeHtml(location.toString())}">Continue</a></p></body></html>`);
+  res.end(
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Moved</title></head><body><p><a href="${escapeHtml(location.toString())}">Continue</a></p></body></html>`,
+  );
 }
 
 function page(title: string, body: string): string {
@@ -770,7 +834,19 @@ ${body}
 
 /** The authorization request, re-sent as hidden fields so the consent POST is self-contained. */
 function carriedParams(params: URLSearchParams): string {
-  const names = ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'access_type', 'prompt', 'include_granted_scopes', 'login_hint'];
+  const names = [
+    'client_id',
+    'redirect_uri',
+    'response_type',
+    'scope',
+    'state',
+    'code_challenge',
+    'code_challenge_method',
+    'access_type',
+    'prompt',
+    'include_granted_scopes',
+    'login_hint',
+  ];
   return names
     .filter((name) => params.has(name))
     .map((name) => `<input type="hidden" name="${name}" value="${escapeHtml(params.get(name) ?? '')}">`)
@@ -844,7 +920,9 @@ function s256(verifier: string): string {
 
 /** Google subjects are 21-digit strings; derived from the email so they are stable across runs. */
 function subjectFor(email: string): string {
-  const digits = BigInt(`0x${createHash('sha256').update(email.toLowerCase()).digest('hex')}`).toString().slice(0, 20);
+  const digits = BigInt(`0x${createHash('sha256').update(email.toLowerCase()).digest('hex')}`)
+    .toString()
+    .slice(0, 20);
   return `1${digits}`;
 }
 

@@ -194,7 +194,13 @@ describe('Stripe simulator', function () {
     });
 
     it('shows an error page, never a redirect, for a bad client or redirect URI', async () => {
-      for (const params of [{ client_id: 'ca_unknown' }, { client_id: undefined }, { redirect_uri: undefined }, { redirect_uri: 'not a url' }, { redirect_uri: 'javascript:alert(1)' }]) {
+      for (const params of [
+        { client_id: 'ca_unknown' },
+        { client_id: undefined },
+        { redirect_uri: undefined },
+        { redirect_uri: 'not a url' },
+        { redirect_uri: 'javascript:alert(1)' },
+      ]) {
         const response = await fetch(authorizeUrl(sim, params), { redirect: 'manual' });
         assert.equal(response.status, 400, JSON.stringify(params));
         assert.equal(response.headers.get('location'), null);
@@ -232,7 +238,15 @@ describe('Stripe simulator', function () {
       const { status, body, headers } = await tokenRequest(sim, { grant_type: 'authorization_code', code, client_secret: sim.secretKey });
       assert.equal(status, 200);
       assert.match(headers.get('request-id') as string, /^req_/);
-      assert.deepEqual(Object.keys(body).sort(), ['access_token', 'livemode', 'refresh_token', 'scope', 'stripe_publishable_key', 'stripe_user_id', 'token_type']);
+      assert.deepEqual(Object.keys(body).sort(), [
+        'access_token',
+        'livemode',
+        'refresh_token',
+        'scope',
+        'stripe_publishable_key',
+        'stripe_user_id',
+        'token_type',
+      ]);
       assert.match(body.access_token as string, /^sk_test_/);
       assert.match(body.refresh_token as string, /^rt_/);
       assert.match(body.stripe_publishable_key as string, /^pk_test_/);
@@ -328,7 +342,12 @@ describe('Stripe simulator', function () {
       assert.equal(refreshed.body.stripe_user_id, 'acct_creator1');
       assert.equal((await api(sim, '/v1/account', { key: refreshed.body.access_token as string })).status, 200);
 
-      const wider = await tokenRequest(sim, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, scope: 'read_write', client_secret: sim.secretKey });
+      const wider = await tokenRequest(sim, {
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token,
+        scope: 'read_write',
+        client_secret: sim.secretKey,
+      });
       assert.equal(wider.status, 400);
       assert.equal(wider.body.error, 'invalid_scope');
       const unknown = await tokenRequest(sim, { grant_type: 'refresh_token', refresh_token: 'rt_nope', client_secret: sim.secretKey });
@@ -398,7 +417,10 @@ describe('Stripe simulator', function () {
       assert.equal(seen.length, 250);
       assert.equal(new Set(seen.map((t) => t.id)).size, 250);
       const created = seen.map((t) => t.created);
-      assert.deepEqual(created, [...created].sort((a, b) => b - a));
+      assert.deepEqual(
+        created,
+        [...created].sort((a, b) => b - a),
+      );
       assert.equal(created[0], MAY_2025 + 249 * DAY);
     });
 
@@ -419,14 +441,31 @@ describe('Stripe simulator', function () {
       assert.match(t.source, /^ch_/);
       assert.ok(['available', 'pending'].includes(t.status));
       assert.deepEqual(Object.keys(t).sort(), [
-        'amount', 'available_on', 'created', 'currency', 'description', 'exchange_rate', 'fee', 'fee_details', 'id', 'net', 'object', 'reporting_category', 'source', 'status', 'type',
+        'amount',
+        'available_on',
+        'created',
+        'currency',
+        'description',
+        'exchange_rate',
+        'fee',
+        'fee_details',
+        'id',
+        'net',
+        'object',
+        'reporting_category',
+        'source',
+        'status',
+        'type',
       ]);
     });
 
     it('reports status from the clock: pending until available_on', async () => {
       clock.set(new Date((MAY_2025 + 249 * DAY + DAY - 1) * 1000));
       const { body } = await list('?limit=3');
-      assert.deepEqual(body.data.map((t: { status: string }) => t.status), ['pending', 'pending', 'available']);
+      assert.deepEqual(
+        body.data.map((t: { status: string }) => t.status),
+        ['pending', 'pending', 'available'],
+      );
     });
 
     it('filters by created with inclusive gte/lte and exclusive gt/lt, across pages', async () => {
@@ -442,16 +481,25 @@ describe('Stripe simulator', function () {
       assert.equal(second.body.has_more, false);
 
       const open = await list(`?limit=100&created[gt]=${gte}&created[lt]=${gte + 3 * DAY}`);
-      assert.deepEqual(open.body.data.map((t: { created: number }) => t.created), [gte + 2 * DAY, gte + DAY]);
+      assert.deepEqual(
+        open.body.data.map((t: { created: number }) => t.created),
+        [gte + 2 * DAY, gte + DAY],
+      );
       const exact = await list(`?created=${gte}`);
-      assert.deepEqual(exact.body.data.map((t: { created: number }) => t.created), [gte]);
+      assert.deepEqual(
+        exact.body.data.map((t: { created: number }) => t.created),
+        [gte],
+      );
     });
 
     it('pages backwards with ending_before', async () => {
       const page = (await list('?limit=5')).body as Page;
       const next = (await list(`?limit=5&starting_after=${page.data.at(-1)?.id}`)).body as Page;
       const back = (await list(`?limit=5&ending_before=${next.data[0]?.id}`)).body as Page;
-      assert.deepEqual(back.data.map((t) => t.id), page.data.map((t) => t.id));
+      assert.deepEqual(
+        back.data.map((t) => t.id),
+        page.data.map((t) => t.id),
+      );
       assert.equal(back.has_more, false);
     });
 
@@ -489,13 +537,20 @@ describe('Stripe simulator', function () {
       assert.equal((body as Page).data[0]?.id, 'txn_fixedid');
 
       const eur = await list('?currency=eur', 'acct_mixed');
-      assert.deepEqual(eur.body.data.map((t: { amount: number }) => t.amount), [75, 4200]);
+      assert.deepEqual(
+        eur.body.data.map((t: { amount: number }) => t.amount),
+        [75, 4200],
+      );
       const refunds = await list('?type=refund', 'acct_mixed');
-      assert.deepEqual(refunds.body.data.map((t: { amount: number }) => t.amount), [-2000]);
+      assert.deepEqual(
+        refunds.body.data.map((t: { amount: number }) => t.amount),
+        [-2000],
+      );
     });
 
     it('rejects fixtures Stripe would never send', () => {
-      const bad = (t: Partial<StripeTransaction>) => () => sim.addAccount({ accountId: 'acct_bad', email: 'x@example.com', transactions: [{ ...txns(1, MAY_2025, 0)[0], ...t } as StripeTransaction] });
+      const bad = (t: Partial<StripeTransaction>) => () =>
+        sim.addAccount({ accountId: 'acct_bad', email: 'x@example.com', transactions: [{ ...txns(1, MAY_2025, 0)[0], ...t } as StripeTransaction] });
       assert.throws(bad({ currency: 'USD' }), /lowercase/);
       assert.throws(bad({ amount: 10.5 }), /minor units/);
       assert.throws(bad({ created: Date.now() }), /unix seconds/);
@@ -506,7 +561,13 @@ describe('Stripe simulator', function () {
       const integer = await list('?limit=ten');
       assert.equal(integer.status, 400);
       assert.deepEqual(integer.body, {
-        error: { code: 'parameter_invalid_integer', doc_url: 'https://stripe.com/docs/error-codes/parameter-invalid-integer', message: 'Invalid integer: ten', param: 'limit', type: 'invalid_request_error' },
+        error: {
+          code: 'parameter_invalid_integer',
+          doc_url: 'https://stripe.com/docs/error-codes/parameter-invalid-integer',
+          message: 'Invalid integer: ten',
+          param: 'limit',
+          type: 'invalid_request_error',
+        },
       });
       for (const limit of ['0', '101']) {
         const range = await list(`?limit=${limit}`);
@@ -558,7 +619,7 @@ describe('Stripe simulator', function () {
       assert.equal((await api(sim, '/v1/balance_transactions', { account: 'acct_nobody' })).status, 403);
     });
 
-    it("shows the platform its own empty balance when Stripe-Account is missing, as Stripe does", async () => {
+    it('shows the platform its own empty balance when Stripe-Account is missing, as Stripe does', async () => {
       await connect(sim, 'acct_creator1');
       const { status, body } = await api(sim, '/v1/balance_transactions');
       assert.equal(status, 200);

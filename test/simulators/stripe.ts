@@ -443,7 +443,11 @@ ${hidden}
   const authenticatePlatform = (req: http.IncomingMessage, form: Record<string, string>) => {
     const key = presentedKey(req, form);
     if (!key) {
-      throw oauthError(401, 'invalid_client', 'No authentication credentials were provided. Send your secret API key in the Authorization header using the Bearer authentication method, or as the client_secret parameter.');
+      throw oauthError(
+        401,
+        'invalid_client',
+        'No authentication credentials were provided. Send your secret API key in the Authorization header using the Bearer authentication method, or as the client_secret parameter.',
+      );
     }
     if (key !== secretKey) throw oauthError(401, 'invalid_client', `No such API key: ${maskKey(key)}`);
     if (form.client_id !== undefined && form.client_id !== clientId) throw oauthError(401, 'invalid_client', `No such application: '${form.client_id}'`);
@@ -559,7 +563,13 @@ ${hidden}
 
   const parseInteger = (param: string, raw: string) => {
     if (!/^-?\d+$/.test(raw)) {
-      throw stripeError(400, { code: 'parameter_invalid_integer', doc_url: docUrl('parameter_invalid_integer'), message: `Invalid integer: ${raw}`, param, type: 'invalid_request_error' });
+      throw stripeError(400, {
+        code: 'parameter_invalid_integer',
+        doc_url: docUrl('parameter_invalid_integer'),
+        message: `Invalid integer: ${raw}`,
+        param,
+        type: 'invalid_request_error',
+      });
     }
     return Number(raw);
   };
@@ -570,16 +580,27 @@ ${hidden}
       const knownCreated = key === 'created' || CREATED_OPS.some((op) => key === `created[${op}]`);
       if (key.startsWith('expand')) continue;
       if (base === 'created' ? !knownCreated : !LIST_PARAMS.has(key)) {
-        throw stripeError(400, { code: 'parameter_unknown', doc_url: docUrl('parameter_unknown'), message: `Received unknown parameter: ${key}`, param: key, type: 'invalid_request_error' });
+        throw stripeError(400, {
+          code: 'parameter_unknown',
+          doc_url: docUrl('parameter_unknown'),
+          message: `Received unknown parameter: ${key}`,
+          param: key,
+          type: 'invalid_request_error',
+        });
       }
     }
     let limit = 10;
     if (query.limit !== undefined) {
       limit = parseInteger('limit', query.limit);
-      if (limit < 1 || limit > 100) throw stripeError(400, { message: 'Invalid limit: must be between 1 and 100', param: 'limit', type: 'invalid_request_error' });
+      if (limit < 1 || limit > 100)
+        throw stripeError(400, { message: 'Invalid limit: must be between 1 and 100', param: 'limit', type: 'invalid_request_error' });
     }
     if (query.starting_after !== undefined && query.ending_before !== undefined) {
-      throw stripeError(400, { message: 'You may only specify one of these parameters: ending_before, starting_after.', param: 'ending_before', type: 'invalid_request_error' });
+      throw stripeError(400, {
+        message: 'You may only specify one of these parameters: ending_before, starting_after.',
+        param: 'ending_before',
+        type: 'invalid_request_error',
+      });
     }
     const bounds: Partial<Record<(typeof CREATED_OPS)[number] | 'eq', number>> = {};
     if (query.created !== undefined) bounds.eq = parseInteger('created', query.created);
@@ -611,7 +632,13 @@ ${hidden}
       // The cursor is a position in the whole list, so it may itself lie outside the created filter.
       const cursor = all.find((t) => t.id === cursorId);
       if (!cursor) {
-        throw stripeError(400, { code: 'resource_missing', doc_url: docUrl('resource_missing'), message: `No such balance transaction: '${cursorId}'`, param: cursorParam, type: 'invalid_request_error' });
+        throw stripeError(400, {
+          code: 'resource_missing',
+          doc_url: docUrl('resource_missing'),
+          message: `No such balance transaction: '${cursorId}'`,
+          param: cursorParam,
+          type: 'invalid_request_error',
+        });
       }
       if (cursorParam === 'starting_after') {
         const after = matches.filter((t) => newestFirst(cursor, t) < 0);
@@ -638,7 +665,8 @@ ${hidden}
       if (fault.fault === 'slow') await sleep(fault.slowMs);
       else {
         failure ??= stripeError(500, {
-          message: "Sorry, something went wrong. We've already been notified of the problem, but if you need any help, you can reach us at support.stripe.com/contact.",
+          message:
+            "Sorry, something went wrong. We've already been notified of the problem, but if you need any help, you can reach us at support.stripe.com/contact.",
           type: 'api_error',
         });
       }
@@ -707,7 +735,10 @@ ${hidden}
         return send(res, 200, body);
       }
       send(res, 404, {
-        error: { message: `Unrecognized request URL (${req.method}: ${path}). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.`, type: 'invalid_request_error' },
+        error: {
+          message: `Unrecognized request URL (${req.method}: ${path}). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.`,
+          type: 'invalid_request_error',
+        },
       });
     } catch (error) {
       if (error instanceof HttpError) return send(res, error.status, error.body, error.headers);

@@ -5,15 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv2020, type SchemaObject, type ValidateFunction } from 'ajv/dist/2020.js';
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 import addFormats from 'ajv-formats';
-import {
-  convertToEuro,
-  DEFAULT_RATE_TABLE,
-  monthIndex,
-  monthString,
-  type PlatformIncome,
-  type SchemaVersion,
-  type TapeInput,
-} from '../../src/tape/income.ts';
+import { convertToEuro, DEFAULT_RATE_TABLE, monthIndex, monthString, type PlatformIncome, type SchemaVersion, type TapeInput } from '../../src/tape/income.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 

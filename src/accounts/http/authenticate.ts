@@ -7,8 +7,7 @@ import type { ServiceMode } from '../../platform/config.ts';
 import { ApiError } from '../../platform/http/error-catalogue.ts';
 import { limitAnonymous, type RateLimits } from '../../platform/http/rate-limit.ts';
 
-const unauthorized = (message: string) =>
-  new ApiError('unauthorized', message, { headers: { 'WWW-Authenticate': 'Bearer realm="api"' } });
+const unauthorized = (message: string) => new ApiError('unauthorized', message, { headers: { 'WWW-Authenticate': 'Bearer realm="api"' } });
 
 /**
  * Resolves `Authorization: Bearer <key>` to a principal (section 5). Runs before validation and
@@ -33,7 +32,7 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
       if (!principal) throw unauthorized('Unknown or revoked API key.');
       // The IP allowlist exists only in production (D10); the sandbox is open by design.
       if (deps.mode === 'production' && !isAllowed(req.ip, principal.lender.ipAllowlist)) {
-        throw new ApiError('forbidden', 'This address is not on the lender account\'s IP allowlist.');
+        throw new ApiError('forbidden', "This address is not on the lender account's IP allowlist.");
       }
       req.principal = principal;
       next();

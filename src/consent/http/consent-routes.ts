@@ -17,7 +17,10 @@ import { consentPage, CONSENT_CSS, messagePage, sandboxProviderPage } from '../p
  * and no Referer, since the URL itself carries the consent token.
  */
 function secure(res: Response, formTargets: string): Response {
-  res.setHeader('Content-Security-Policy', `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${formTargets}; frame-ancestors 'none'; base-uri 'none'`);
+  res.setHeader(
+    'Content-Security-Policy',
+    `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${formTargets}; frame-ancestors 'none'; base-uri 'none'`,
+  );
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
@@ -44,7 +47,14 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
 
   const closed = (res: Response, session: Awaited<ReturnType<typeof openConsentSession>>) => {
     if (session.kind === 'unknown') {
-      return html(res, 404, messagePage('This link does not work', 'The consent link is not valid. Check that you opened the whole link your lender sent you, or ask them for a new one.'));
+      return html(
+        res,
+        404,
+        messagePage(
+          'This link does not work',
+          'The consent link is not valid. Check that you opened the whole link your lender sent you, or ask them for a new one.',
+        ),
+      );
     }
     if (session.kind === 'expired') {
       return html(res, 410, messagePage('This link has expired', 'The consent session ended. Ask your lender for a new verification link.'));
@@ -55,7 +65,10 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
   router.get('/:token', async (req, res) => {
     const session = await openConsentSession(deps, req.params.token);
     if (session.kind !== 'open') return closed(res, session);
-    const notice = typeof req.query.connected === 'string' && PLATFORM_NAMES[req.query.connected] ? `${req.query.connected === 'youtube' ? 'YouTube' : 'Stripe'} is connected.` : undefined;
+    const notice =
+      typeof req.query.connected === 'string' && PLATFORM_NAMES[req.query.connected]
+        ? `${req.query.connected === 'youtube' ? 'YouTube' : 'Stripe'} is connected.`
+        : undefined;
     return html(res, 200, consentPage({ token: req.params.token, verification: session.verification, connections: session.connections, notice }));
   });
 
@@ -67,7 +80,15 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
       return html(res, 404, messagePage('Unknown platform', 'Your lender did not ask for this platform.', `/consent/${req.params.token}`));
     }
     if (session.connections.get(platform) === 'connected') {
-      return html(res, 422, messagePage('Already connected', `${platform === 'youtube' ? 'YouTube' : 'Stripe'} is already connected for this verification.`, `/consent/${req.params.token}`));
+      return html(
+        res,
+        422,
+        messagePage(
+          'Already connected',
+          `${platform === 'youtube' ? 'YouTube' : 'Stripe'} is already connected for this verification.`,
+          `/consent/${req.params.token}`,
+        ),
+      );
     }
     if (deps.mode === 'sandbox') return res.redirect(303, `/consent/${req.params.token}/sandbox/${platform}`);
     const authorization = await startConnection(deps, req.params.token, platform, deps.publicBaseUrl);

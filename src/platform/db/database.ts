@@ -91,7 +91,24 @@ export function openDatabase(databaseUrl: string): Database {
 export function isDatabaseUnavailable(error: unknown): boolean {
   const e = error as { code?: string; name?: string; message?: string } | null;
   if (!e) return false;
-  const codes = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_IOERR', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006'];
+  const codes = [
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'ETIMEDOUT',
+    'ENOTFOUND',
+    'EHOSTUNREACH',
+    'SQLITE_BUSY',
+    'SQLITE_CANTOPEN',
+    'SQLITE_IOERR',
+    '57P01',
+    '57P02',
+    '57P03',
+    '53300',
+    '08000',
+    '08001',
+    '08003',
+    '08006',
+  ];
   if (e.code && codes.includes(e.code)) return true;
   if (e.name === 'KnexTimeoutError') return true;
   return /Unable to acquire a connection|Connection terminated|connection is closed|pool is probably full/i.test(e.message ?? '');

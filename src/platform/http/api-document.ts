@@ -76,9 +76,7 @@ export function listOperations(doc: ApiDocument): ApiOperation[] {
       const operation = item[method];
       if (!operation) return [];
       const security = operation.security ?? doc.security ?? [];
-      const parameters = (operation.parameters ?? []).map((p) =>
-        typeof p.$ref === 'string' ? doc.components!.parameters![p.$ref.split('/').pop()!]! : p,
-      );
+      const parameters = (operation.parameters ?? []).map((p) => (typeof p.$ref === 'string' ? doc.components!.parameters![p.$ref.split('/').pop()!]! : p));
       return [
         {
           operationId: operation.operationId,

@@ -129,7 +129,15 @@ describe('HTTP app error handling', () => {
   const rateLimits = new RateLimits({ dialect: 'sqlite', knex: undefined as never });
   const authenticateWithStubAccounts = authenticate({ accounts, mode: 'sandbox', limits: rateLimits });
   const build = (handlers: Parameters<typeof createHttpApp>[0]['handlers']) =>
-    createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: true }, logger, authenticate: authenticateWithStubAccounts, rateLimits, apiDocument: loadApiDocument(), handlers, pendingOperations: {} });
+    createHttpApp({
+      config: { mode: 'sandbox', trustProxy: false, validateResponses: true },
+      logger,
+      authenticate: authenticateWithStubAccounts,
+      rateLimits,
+      apiDocument: loadApiDocument(),
+      handlers,
+      pendingOperations: {},
+    });
 
   it('turns an uncaught exception into internal_error without a stack trace', async () => {
     const app = build({
@@ -166,7 +174,16 @@ describe('HTTP app error handling', () => {
     const health = broken.components!.schemas!.Health as { properties: Record<string, Json> };
     health.properties.status = { type: 'string', pattern: '([' };
     assert.throws(
-      () => createHttpApp({ config: { mode: 'sandbox', trustProxy: false, validateResponses: false }, logger, authenticate: authenticateWithStubAccounts, rateLimits, apiDocument: broken, handlers: {}, pendingOperations: {} }),
+      () =>
+        createHttpApp({
+          config: { mode: 'sandbox', trustProxy: false, validateResponses: false },
+          logger,
+          authenticate: authenticateWithStubAccounts,
+          rateLimits,
+          apiDocument: broken,
+          handlers: {},
+          pendingOperations: {},
+        }),
       /schemas Ajv refuses[\s\S]*Health/,
     );
   });
@@ -187,7 +204,9 @@ describe('production mode', () => {
   });
 
   it('has no demo key and refuses sandbox keys', async () => {
-    const response = await request(setup.service.app).get('/api/v1/verifications/vrf_unknown').auth(setup.config.demoApiKey ?? 'civ_test_PublicSandboxDemoKey0000000000', { type: 'bearer' });
+    const response = await request(setup.service.app)
+      .get('/api/v1/verifications/vrf_unknown')
+      .auth(setup.config.demoApiKey ?? 'civ_test_PublicSandboxDemoKey0000000000', { type: 'bearer' });
     assert.equal(response.status, 401);
     assert.match(response.body.message, /sandbox key/);
   });

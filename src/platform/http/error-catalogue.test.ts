@@ -30,7 +30,10 @@ describe('error catalogue', () => {
   });
 
   it('documents each error response under the status its code has', () => {
-    const responses = spec.components.responses as Record<string, { content: { 'application/json': { example?: { error: string }; examples?: Record<string, { value: { error: string } }> } } }>;
+    const responses = spec.components.responses as Record<
+      string,
+      { content: { 'application/json': { example?: { error: string }; examples?: Record<string, { value: { error: string } }> } } }
+    >;
     let checked = 0;
     for (const [path, item] of Object.entries<Record<string, { responses: Record<string, { $ref?: string }> }>>(spec.paths)) {
       for (const [method, operation] of Object.entries(item)) {

@@ -67,7 +67,11 @@ const CATALOGUE_CODE_OF: Record<DomainErrorKind, ErrorCode> = {
 
 function fromDomain(error: DomainError): ApiError {
   const details = error.field ? [{ field: error.field, issue: error.message }] : undefined;
-  return new ApiError(CATALOGUE_CODE_OF[error.kind], error.field ? `${error.field.replace(/^body\./, '')}: ${error.message}` : error.message, details ? { details } : {});
+  return new ApiError(
+    CATALOGUE_CODE_OF[error.kind],
+    error.field ? `${error.field.replace(/^body\./, '')}: ${error.message}` : error.message,
+    details ? { details } : {},
+  );
 }
 
 /** Maps anything thrown to a catalogue error. Unknown errors become internal_error and are logged. */

@@ -2,9 +2,7 @@ import type { operations } from '../../../generated/api.ts';
 import type { Principal } from '../principal.ts';
 import type { OperationId } from './api-document.ts';
 
-type Part<Op extends OperationId, K extends string> = operations[Op]['parameters'] extends Record<K, infer P>
-  ? NonNullable<P>
-  : Record<string, never>;
+type Part<Op extends OperationId, K extends string> = operations[Op]['parameters'] extends Record<K, infer P> ? NonNullable<P> : Record<string, never>;
 
 type JsonBody<Op extends OperationId> = operations[Op] extends { requestBody: { content: { 'application/json': infer B } } }
   ? B
@@ -38,7 +36,9 @@ type BodyOf<R> = R extends { content: infer Content } ? Content[keyof Content] :
  * not returned.
  */
 export type OperationResponse<Op extends OperationId = OperationId> = {
-  [Status in keyof Responses<Op> & (200 | 201 | 202 | 204)]: { status: Status; headers?: Record<string, string> } & (BodyOf<Responses<Op>[Status]> extends undefined
+  [Status in keyof Responses<Op> & (200 | 201 | 202 | 204)]: { status: Status; headers?: Record<string, string> } & (BodyOf<
+    Responses<Op>[Status]
+  > extends undefined
     ? { body?: undefined }
     : { body: BodyOf<Responses<Op>[Status]> });
 }[keyof Responses<Op> & (200 | 201 | 202 | 204)];

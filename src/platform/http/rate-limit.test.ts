@@ -27,8 +27,7 @@ for (const factory of testDatabases()) {
       await testDb.drop();
     });
 
-    const call = (service: Service, key: string) =>
-      request(service.app).get('/api/v1/verifications/vrf_unknown').auth(key, { type: 'bearer' });
+    const call = (service: Service, key: string) => request(service.app).get('/api/v1/verifications/vrf_unknown').auth(key, { type: 'bearer' });
 
     it('describes the pilot quota on every response, errors included', async () => {
       const lender = await admin.createLender(ctx, { name: 'Pilot Lender', plan: 'pilot' });

@@ -89,9 +89,13 @@ function setHeaders(res: Response, quota: Quota, outcome: Outcome): void {
 
 function refusal(quota: Quota, outcome: Outcome): ApiError {
   const seconds = Math.max(1, Math.ceil(outcome.retryAfterMs / 1000));
-  return new ApiError('rate_limited', `Rate limit of ${quota.perMinute} requests per minute (burst ${quota.burst} per second) exceeded; retry in ${seconds} seconds.`, {
-    retryAfterSeconds: seconds,
-  });
+  return new ApiError(
+    'rate_limited',
+    `Rate limit of ${quota.perMinute} requests per minute (burst ${quota.burst} per second) exceeded; retry in ${seconds} seconds.`,
+    {
+      retryAfterSeconds: seconds,
+    },
+  );
 }
 
 /** Per key, one quota for all endpoints; headers on every response, errors included (D8). */

@@ -29,7 +29,8 @@ for (const factory of testDatabases()) {
       await db.knex('jobs').delete();
     });
 
-    const enqueue = (kind: string, subjectId: string, runAt: Date) => db.knex.transaction((trx) => queue.enqueue(trx, { kind, subjectId, runAt, payload: {} }, clock.now()));
+    const enqueue = (kind: string, subjectId: string, runAt: Date) =>
+      db.knex.transaction((trx) => queue.enqueue(trx, { kind, subjectId, runAt, payload: {} }, clock.now()));
 
     it('runs a job only once it is due, and then never again', async () => {
       const ran: string[] = [];
@@ -77,7 +78,10 @@ for (const factory of testDatabases()) {
       assert.equal((await queue.claimDue('other-worker', clock.now(), 10, 30_000)).length, 0);
       clock.advance(30_001);
       const reclaimed = await queue.claimDue('other-worker', clock.now(), 10, 30_000);
-      assert.deepEqual(reclaimed.map((j) => j.subjectId), ['orphan']);
+      assert.deepEqual(
+        reclaimed.map((j) => j.subjectId),
+        ['orphan'],
+      );
       assert.equal(reclaimed[0]!.attempts, 2);
     });
 

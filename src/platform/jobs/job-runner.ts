@@ -3,7 +3,6 @@ import type { Clock } from '../clock.ts';
 import type { Logger } from '../logger.ts';
 import type { Job, JobQueue, RunnableJobHandlers } from './job-queue.ts';
 
-
 export interface JobRunnerOptions {
   batchSize?: number;
   leaseMs?: number;

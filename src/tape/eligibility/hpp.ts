@@ -6,8 +6,7 @@ import type { Finding, ProductRules } from './types.ts';
 // and needs those obligations declared (D21).
 export const hpp: ProductRules<'advance_multiple_of_monthly_avg'> = {
   productType: 'hpp',
-  summary:
-    'Home purchase plan: co-ownership bought out over years; sized on net disposable income, needs affordability and Sharia screening.',
+  summary: 'Home purchase plan: co-ownership bought out over years; sized on net disposable income, needs affordability and Sharia screening.',
   keys: { advance_multiple_of_monthly_avg: ADVANCE_MULTIPLE },
   defaults: {
     ...BASELINE_DEFAULTS,
@@ -42,8 +41,7 @@ export const hpp: ProductRules<'advance_multiple_of_monthly_avg'> = {
       });
     return out;
   },
-  advanceBase: ({ policy: p, metrics: m, affordability: a }) =>
-    p.advance_multiple_of_monthly_avg * (a ? Math.max(0, a.net_disposable_income) : m.monthlyAvg),
+  advanceBase: ({ policy: p, metrics: m, affordability: a }) => p.advance_multiple_of_monthly_avg * (a ? Math.max(0, a.net_disposable_income) : m.monthlyAvg),
   covenants: ({ policy: p, islamic }) => [
     {
       code: 'HOME_PAYMENT_CEILING',

@@ -38,8 +38,7 @@ export class PolicyOverrideError extends Error {
   }
 }
 
-export type PolicyValidation =
-  { ok: true; overrides: Readonly<Record<string, number>>; policy: Policy } | { ok: false; error: PolicyOverrideError };
+export type PolicyValidation = { ok: true; overrides: Readonly<Record<string, number>>; policy: Policy } | { ok: false; error: PolicyOverrideError };
 
 export const isProductType = (x: unknown): x is ProductType => PRODUCT_TYPES.includes(x as ProductType);
 
@@ -61,9 +60,7 @@ const DECIMAL = /^[+-]?(\d+(\.\d*)?|\.\d+)$/;
 export function validatePolicyOverrides(productType: string, overrides: unknown): PolicyValidation {
   const refuse = (problems: PolicyProblem[]) => ({ ok: false as const, error: new PolicyOverrideError(productType, problems) });
   if (!isProductType(productType))
-    return refuse([
-      { key: 'product_type', message: `unknown product type ${JSON.stringify(productType)}; one of ${PRODUCT_TYPES.join(', ')}` },
-    ]);
+    return refuse([{ key: 'product_type', message: `unknown product type ${JSON.stringify(productType)}; one of ${PRODUCT_TYPES.join(', ')}` }]);
   if (overrides === null || typeof overrides !== 'object' || Array.isArray(overrides))
     return refuse([{ key: '(overrides)', message: 'overrides must be an object of key to number' }]);
 

@@ -33,10 +33,7 @@ export const revenueLoan: ProductRules<'advance_multiple_of_monthly_avg' | 'max_
       : [];
   },
   advanceBase: ({ policy: p, metrics: m }) =>
-    Math.min(
-      p.advance_multiple_of_monthly_avg * m.monthlyAvg,
-      ((m.monthlyAvg * p.max_revenue_share_pct) / 100) * (p.max_term_months / p.payback_cap_multiple),
-    ),
+    Math.min(p.advance_multiple_of_monthly_avg * m.monthlyAvg, ((m.monthlyAvg * p.max_revenue_share_pct) / 100) * (p.max_term_months / p.payback_cap_multiple)),
   covenants: ({ policy: p }) => [
     {
       code: 'REPAYMENT_TERM',

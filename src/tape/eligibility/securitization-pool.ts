@@ -38,7 +38,5 @@ export const securitizationPool: ProductRules<'advance_multiple_of_monthly_avg' 
         ]
       : [],
   advanceBase: ({ policy: p, metrics: m }) => p.advance_multiple_of_monthly_avg * m.monthlyAvg,
-  covenants: () => [
-    { code: 'POOL_TAPE_REFRESH', description: 'Refresh this tape before each pool cut-off date; a loan whose tier falls leaves the pool.' },
-  ],
+  covenants: () => [{ code: 'POOL_TAPE_REFRESH', description: 'Refresh this tape before each pool cut-off date; a loan whose tier falls leaves the pool.' }],
 };

@@ -12,9 +12,7 @@ export function shariaFindings(islamic: IslamicCompliance | undefined): Finding[
       },
     ];
   if (islamic?.status === 'pending')
-    return [
-      { code: 'SHARIA_SCREENING_PENDING', limit: null, severity: 'warning', message: 'No Sharia screening verdict yet; see the covenant.' },
-    ];
+    return [{ code: 'SHARIA_SCREENING_PENDING', limit: null, severity: 'warning', message: 'No Sharia screening verdict yet; see the covenant.' }];
   return [];
 }
 

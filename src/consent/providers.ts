@@ -7,8 +7,25 @@ export type Platform = 'youtube' | 'stripe';
 
 /** Provider endpoints and credentials from configuration, so tests point them at the simulators. */
 export interface ProviderSettings {
-  google?: { clientId: string; clientSecret: string; authorizationUrl: string; tokenUrl: string; userinfoUrl: string; apiRootUrl: string };
-  stripe?: { clientId: string; secretKey: string; authorizationUrl: string; tokenUrl: string; apiUrl: string };
+  google?: {
+    clientId: string;
+    clientSecret: string;
+    authorizationUrl: string;
+    tokenUrl: string;
+    /** RFC 7009 token revocation endpoint (GOOGLE_REVOKE_URL). */
+    revokeUrl: string;
+    userinfoUrl: string;
+    apiRootUrl: string;
+  };
+  stripe?: {
+    clientId: string;
+    secretKey: string;
+    /** Origin of Stripe Connect (STRIPE_CONNECT_URL): the stripe package reaches oauth/deauthorize there by host and port. */
+    connectUrl: string;
+    authorizationUrl: string;
+    tokenUrl: string;
+    apiUrl: string;
+  };
   /** Plain-http provider URLs are refused unless allowed (tests with local simulators). */
   allowInsecureRequests: boolean;
 }
@@ -44,18 +61,30 @@ export interface PlatformProvider {
   exchange(input: { callbackUrl: URL; redirectUri: string; state: string; codeVerifier: string | null }): Promise<ConnectedAccount>;
   /** Revenue per calendar month from `fromMonth` (YYYY-MM) to the last complete month, in the currency reported. */
   monthlyIncome(account: { accessToken: string; externalAccountId: string | null }, window: { from: Date; to: Date }): Promise<SourceAmount[]>;
+  /**
+   * Ends the platform's access to the creator's account at the provider, before an erasure deletes
+   * the tokens (afterwards nothing could revoke them). Resolves when the grant is gone, including
+   * when it already was; throws ProviderError 'transient' (5xx, rate limit, network, timeout: retry
+   * later) or 'permanent' (anything else, e.g. the platform's own credentials were refused).
+   */
+  revoke(grant: { accessToken: string; refreshToken: string | null; externalAccountId: string | null }): Promise<void>;
 }
 
 const GOOGLE_SCOPES = ['https://www.googleapis.com/auth/yt-analytics-monetary.readonly', 'email'];
 
 function oauthConfiguration(
-  settings: { authorizationUrl: string; tokenUrl: string; issuer: string },
+  settings: { authorizationUrl: string; tokenUrl: string; revokeUrl?: string; issuer: string },
   clientId: string,
   secret: string,
   allowInsecure: boolean,
 ) {
   const configuration = new oauth.Configuration(
-    { issuer: settings.issuer, authorization_endpoint: settings.authorizationUrl, token_endpoint: settings.tokenUrl },
+    {
+      issuer: settings.issuer,
+      authorization_endpoint: settings.authorizationUrl,
+      token_endpoint: settings.tokenUrl,
+      ...(settings.revokeUrl ? { revocation_endpoint: settings.revokeUrl } : {}),
+    },
     clientId,
     { client_secret: secret },
     oauth.ClientSecretPost(secret),
@@ -71,6 +100,16 @@ function fromOAuthError(error: unknown): ProviderError {
   if (e?.error === 'invalid_grant') return new ProviderError('revoked', `the grant was refused: ${e.message ?? 'invalid_grant'}`);
   if (typeof e?.status === 'number' && e.status >= 500) return new ProviderError('transient', `token endpoint answered ${e.status}`);
   return new ProviderError('transient', `token exchange failed: ${e?.message ?? String(error)}`);
+}
+
+/**
+ * A failed revocation: worth retrying later when the provider or the network failed (5xx, 429, no
+ * answer), not when the request itself was refused, which a retry would only repeat.
+ */
+function revocationError(provider: string, error: unknown, status: number | undefined, noAnswer: boolean): ProviderError {
+  const message = `${provider} revocation failed: ${error instanceof Error ? error.message : String(error)}`;
+  if (status !== undefined) return new ProviderError(status >= 500 || status === 429 ? 'transient' : 'permanent', `${message} (HTTP ${status})`);
+  return new ProviderError(noAnswer ? 'transient' : 'permanent', message);
 }
 
 const monthOf = (date: Date) => date.toISOString().slice(0, 7);
@@ -140,6 +179,26 @@ export function googleProvider(settings: NonNullable<ProviderSettings['google']>
         throw new ProviderError('permanent', `YouTube Analytics answered ${status}: ${(error as Error).message}`);
       }
     },
+    async revoke({ accessToken, refreshToken }) {
+      // Revoking the refresh token ends the whole grant, every access token minted from it included;
+      // the access token is all there is when Google issued no refresh token.
+      try {
+        await oauth.tokenRevocation(configuration, refreshToken ?? accessToken);
+      } catch (error) {
+        // Google answers 400 invalid_token for a token it no longer knows: already revoked (by us or
+        // by the creator at myaccount.google.com) or expired. Either way the grant is gone, which is
+        // the goal, so a repeated erasure must not fail on it.
+        if (error instanceof oauth.ResponseBodyError && error.error === 'invalid_token') return;
+        // openid-client keeps the HTTP response as the cause when the body is no OAuth error (a 503 page).
+        const cause = error instanceof Error ? error.cause : undefined;
+        const status = error instanceof oauth.ResponseBodyError ? error.status : cause instanceof Response ? cause.status : undefined;
+        const code = (error as { code?: unknown }).code;
+        // No answer at all: fetch fails with a plain TypeError, openid-client's timeout with OAUTH_TIMEOUT;
+        // its own TypeErrors carry an ERR_INVALID_ARG_* code and are programming errors.
+        const noAnswer = code === 'OAUTH_TIMEOUT' || code === 'OAUTH_ABORT' || (error instanceof TypeError && code === undefined);
+        throw revocationError('Google', error, status, noAnswer);
+      }
+    },
   };
 }
 
@@ -157,10 +216,20 @@ export function stripeProvider(settings: NonNullable<ProviderSettings['stripe']>
     allowInsecure,
   );
   const api = new URL(settings.apiUrl);
+  const connect = new URL(settings.connectUrl);
   const stripe = new Stripe(settings.secretKey, {
     host: api.hostname,
     port: Number(api.port || (api.protocol === 'https:' ? 443 : 80)),
     protocol: api.protocol.replace(':', '') as 'http' | 'https',
+    maxNetworkRetries: 0,
+    timeout: 20_000,
+  });
+  // The stripe package sends oauth/* to connect.stripe.com with this client's port and protocol, and a
+  // request's `host` option replaces that host; so a second client carries Connect's port and protocol.
+  const connectClient = new Stripe(settings.secretKey, {
+    host: connect.hostname,
+    port: Number(connect.port || (connect.protocol === 'https:' ? 443 : 80)),
+    protocol: connect.protocol.replace(':', '') as 'http' | 'https',
     maxNetworkRetries: 0,
     timeout: 20_000,
   });
@@ -223,6 +292,23 @@ export function stripeProvider(settings: NonNullable<ProviderSettings['stripe']>
         const [month, currency] = key.split('|') as [string, string];
         return { month, currency, amount: Math.round(amount * 100) / 100 };
       });
+    },
+    async revoke({ externalAccountId }) {
+      // Stripe has no token revocation: deauthorizing the connected account revokes its tokens.
+      if (!externalAccountId) throw new ProviderError('permanent', 'Stripe revocation: the grant names no connected account (stripe_user_id)');
+      try {
+        await connectClient.oauth.deauthorize({ client_id: settings.clientId, stripe_user_id: externalAccountId }, { host: connect.hostname });
+      } catch (error) {
+        // Stripe answers 401 invalid_client "This application is not connected to stripe account ..."
+        // once the account is disconnected (by us before, or by the creator in their dashboard): the
+        // goal state, so success. The same code with another message (an unknown platform key or
+        // client_id) is a real failure, hence the match on the message.
+        // The package turns an OAuth error's `error` into rawType, which its types do not list.
+        const rawType: string | undefined = error instanceof Stripe.errors.StripeError ? error.rawType : undefined;
+        if (rawType === 'invalid_client' && /\bnot connected to\b/i.test((error as Error).message)) return;
+        const status = error instanceof Stripe.errors.StripeError ? error.statusCode : undefined;
+        throw revocationError('Stripe', error, status, error instanceof Stripe.errors.StripeConnectionError);
+      }
     },
   };
 }

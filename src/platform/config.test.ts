@@ -58,6 +58,17 @@ describe('configuration (D22)', () => {
     }
   });
 
+  it('reads the provider endpoints, the revocation ones included', () => {
+    const credentials = { GOOGLE_CLIENT_ID: 'g', GOOGLE_CLIENT_SECRET: 's', STRIPE_CLIENT_ID: 'ca_x', STRIPE_SECRET_KEY: 'sk_test_x' };
+    const defaults = loadConfig(credentials).providers;
+    assert.equal(defaults.google?.revokeUrl, 'https://oauth2.googleapis.com/revoke');
+    assert.equal(defaults.stripe?.connectUrl, 'https://connect.stripe.com');
+    const custom = loadConfig({ ...credentials, GOOGLE_REVOKE_URL: 'http://127.0.0.1:1/revoke', STRIPE_CONNECT_URL: 'http://127.0.0.1:2/' }).providers;
+    assert.equal(custom.google?.revokeUrl, 'http://127.0.0.1:1/revoke');
+    assert.deepEqual([custom.stripe?.connectUrl, custom.stripe?.tokenUrl], ['http://127.0.0.1:2', 'http://127.0.0.1:2/oauth/token']);
+    assert.throws(() => loadConfig({ ...credentials, STRIPE_CONNECT_URL: 'https://proxy.example/stripe' }), /STRIPE_CONNECT_URL must be an http\(s\) origin/);
+  });
+
   it('reads a custom retry schedule and public base URL', () => {
     const config = loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0, 1, 2', PUBLIC_BASE_URL: 'https://verify.example.org/' });
     assert.deepEqual(config.webhookRetryScheduleSeconds, [0, 1, 2]);

@@ -20,8 +20,16 @@ export interface Config {
   sandboxCompleteDelayMs: number;
   /** OAuth clients and API endpoints of the platforms; a platform without credentials cannot be connected. */
   providers: {
-    google?: { clientId: string; clientSecret: string; authorizationUrl: string; tokenUrl: string; userinfoUrl: string; apiRootUrl: string };
-    stripe?: { clientId: string; secretKey: string; authorizationUrl: string; tokenUrl: string; apiUrl: string };
+    google?: {
+      clientId: string;
+      clientSecret: string;
+      authorizationUrl: string;
+      tokenUrl: string;
+      revokeUrl: string;
+      userinfoUrl: string;
+      apiRootUrl: string;
+    };
+    stripe?: { clientId: string; secretKey: string; connectUrl: string; authorizationUrl: string; tokenUrl: string; apiUrl: string };
     allowInsecureRequests: boolean;
   };
   /** D18: how long collection may take after consent before the verification fails with `timeout`. */
@@ -56,6 +64,15 @@ const encryptionKey = makeValidator<string>((input) => {
 const decodeKey = (input: string): Buffer | null =>
   input === '' ? null : /^[0-9a-fA-F]{64}$/.test(input) ? Buffer.from(input, 'hex') : Buffer.from(input, 'base64');
 
+const isOrigin = (input: string): boolean => {
+  try {
+    const url = new URL(input);
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.pathname.replace(/\/+$/, '') === '' && !url.search && !url.hash;
+  } catch {
+    return false;
+  }
+};
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -85,6 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       GOOGLE_CLIENT_SECRET: str({ default: '' }),
       GOOGLE_AUTHORIZATION_URL: str({ default: 'https://accounts.google.com/o/oauth2/v2/auth' }),
       GOOGLE_TOKEN_URL: str({ default: 'https://oauth2.googleapis.com/token' }),
+      GOOGLE_REVOKE_URL: str({ default: 'https://oauth2.googleapis.com/revoke' }),
       GOOGLE_USERINFO_URL: str({ default: 'https://openidconnect.googleapis.com/v1/userinfo' }),
       YOUTUBE_ANALYTICS_URL: str({ default: 'https://youtubeanalytics.googleapis.com' }),
       STRIPE_CLIENT_ID: str({ default: '' }),
@@ -115,6 +133,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.WEBHOOK_TIMEOUT_MS < 100 || e.WEBHOOK_TIMEOUT_MS > 30000) throw new ConfigError('Invalid configuration: WEBHOOK_TIMEOUT_MS must be 100 to 30000');
   if (e.PROCESSING_WINDOW_SECONDS < 1) throw new ConfigError('Invalid configuration: PROCESSING_WINDOW_SECONDS must be at least 1');
   if (e.SANDBOX_COMPLETE_DELAY_MS < 0) throw new ConfigError('Invalid configuration: SANDBOX_COMPLETE_DELAY_MS must be >= 0');
+  // The stripe package reaches Connect (deauthorize) by host, port and protocol with fixed paths, so
+  // a path here would silently be dropped for that call while authorize and token kept it.
+  if (e.STRIPE_CLIENT_ID && e.STRIPE_SECRET_KEY && !isOrigin(e.STRIPE_CONNECT_URL)) {
+    throw new ConfigError('Invalid configuration: STRIPE_CONNECT_URL must be an http(s) origin without a path, e.g. https://connect.stripe.com');
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -136,6 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
               clientSecret: e.GOOGLE_CLIENT_SECRET,
               authorizationUrl: e.GOOGLE_AUTHORIZATION_URL,
               tokenUrl: e.GOOGLE_TOKEN_URL,
+              revokeUrl: e.GOOGLE_REVOKE_URL,
               userinfoUrl: e.GOOGLE_USERINFO_URL,
               apiRootUrl: e.YOUTUBE_ANALYTICS_URL,
             },
@@ -146,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             stripe: {
               clientId: e.STRIPE_CLIENT_ID,
               secretKey: e.STRIPE_SECRET_KEY,
+              connectUrl: e.STRIPE_CONNECT_URL.replace(/\/+$/, ''),
               authorizationUrl: `${e.STRIPE_CONNECT_URL.replace(/\/+$/, '')}/oauth/authorize`,
               tokenUrl: `${e.STRIPE_CONNECT_URL.replace(/\/+$/, '')}/oauth/token`,
               apiUrl: e.STRIPE_API_URL,

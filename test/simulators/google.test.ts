@@ -172,6 +172,15 @@ function report(sim: GoogleSimulator, accessToken: string | undefined, overrides
   return fetch(reportUrl(sim, overrides), { headers: accessToken === undefined ? {} : { authorization: `Bearer ${accessToken}` } });
 }
 
+/** An RFC 7009 revocation request as the service's OAuth client sends it: the token in the form body. */
+function revokeRequest(sim: GoogleSimulator, token: string): Promise<Response> {
+  return fetch(sim.endpoints.revoke, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token }),
+  });
+}
+
 function userinfo(sim: GoogleSimulator, accessToken: string): Promise<Response> {
   return fetch(sim.endpoints.userinfo, { headers: { authorization: `Bearer ${accessToken}` } });
 }
@@ -579,6 +588,24 @@ describe('Google simulator', function () {
     it('revoke without a token is invalid_request', async function () {
       await expectOAuthError(await fetch(sim.endpoints.revoke, { method: 'POST' }), 400, 'invalid_request');
     });
+
+    it('revoking a token it never issued is invalid_token', async function () {
+      await expectOAuthError(await revokeRequest(sim, '1//0neverissued'), 400, 'invalid_token', 'Token expired or revoked');
+      assert.deepEqual(sim.revocations, []);
+    });
+
+    it('records each consent ended at /revoke with whose it was and the kind of token presented; refused ones only in calls', async function () {
+      const alice = await connect(sim, ALICE);
+      const bob = await connect(sim, BOB);
+      assert.equal((await revokeRequest(sim, alice.refresh_token ?? '')).status, 200);
+      assert.equal((await revokeRequest(sim, bob.access_token)).status, 200);
+      assert.equal((await revokeRequest(sim, alice.access_token)).status, 400, 'the consent is already gone');
+      assert.deepEqual(sim.revocations, [
+        { email: ALICE, tokenType: 'refresh_token', token: alice.refresh_token },
+        { email: BOB, tokenType: 'access_token', token: bob.access_token },
+      ]);
+      assert.equal(sim.calls.filter((c) => c.method === 'POST' && c.path === '/revoke').length, 3);
+    });
   });
 
   describe('userinfo', function () {
@@ -762,6 +789,32 @@ describe('Google simulator', function () {
       assert.equal((await userinfo(sim, tokens.access_token)).status, 503);
       assert.equal((await report(sim, tokens.access_token)).status, 503);
       assert.equal((await report(sim, tokens.access_token)).status, 200);
+    });
+
+    it('server_error fails /revoke before the token is looked at, so the consent lives on and a retry revokes it', async function () {
+      const alice = await connect(sim, ALICE);
+      const bob = await connect(sim, BOB);
+      sim.inject('server_error', { times: 2, email: ALICE });
+      assert.equal((await revokeRequest(sim, bob.refresh_token ?? '')).status, 200, 'a fault for Alice leaves Bob alone');
+      for (let i = 0; i < 2; i++) {
+        const failed = await revokeRequest(sim, alice.refresh_token ?? '');
+        assert.equal(failed.status, 503);
+        assert.deepEqual(await failed.json(), unavailable);
+      }
+      assert.equal((await report(sim, alice.access_token)).status, 200, 'a failed revocation revoked nothing');
+      assert.equal((await revokeRequest(sim, alice.refresh_token ?? '')).status, 200);
+      assert.equal((await report(sim, alice.access_token)).status, 401);
+      assert.deepEqual(
+        sim.revocations.map((r) => r.email),
+        [BOB, ALICE],
+      );
+    });
+
+    it('server_error without an email also strikes /revoke', async function () {
+      const tokens = await connect(sim, ALICE);
+      sim.inject('server_error');
+      assert.equal((await revokeRequest(sim, tokens.access_token)).status, 503);
+      assert.equal((await revokeRequest(sim, tokens.access_token)).status, 200);
     });
 
     it('server_error fails the code exchange without consuming the code, so a retry succeeds', async function () {

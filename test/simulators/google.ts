@@ -16,7 +16,7 @@ export interface GoogleAccount {
 }
 
 export type GoogleFault =
-  | 'server_error' /* 503 on the next API or token call */
+  | 'server_error' /* 503 on the next API, token or revoke call */
   | 'revoked' /* the account's tokens are revoked: token refresh → invalid_grant, API → 401 */
   | 'slow'; /* the next API call answers after slowMs */
 
@@ -29,7 +29,16 @@ export interface GoogleSimulator {
   inject(fault: GoogleFault, options?: { times?: number; slowMs?: number; email?: string }): void;
   /** Calls received, for assertions: method, path, query, form body (secrets are not redacted). */
   calls: Array<{ method: string; path: string; query: Record<string, string>; body: Record<string, string> }>;
+  /** Consents ended at `/revoke`, in order: whose, and which of its tokens was presented. Refused revocations are only in `calls`. */
+  revocations: GoogleRevocation[];
   close(): Promise<void>;
+}
+
+export interface GoogleRevocation {
+  email: string;
+  /** Which kind of token the request presented (named as RFC 7009's token_type_hint values). */
+  tokenType: 'access_token' | 'refresh_token';
+  token: string;
 }
 
 export interface GoogleSimulatorOptions {
@@ -188,6 +197,7 @@ export async function startGoogleSimulator(options: GoogleSimulatorOptions = {})
   const refreshTokens = new Map<string, Grant>();
   const faults: QueuedFault[] = [];
   const calls: GoogleSimulator['calls'] = [];
+  const revocations: GoogleRevocation[] = [];
   const pendingDelays = new Set<{ timer: NodeJS.Timeout; resolve: () => void }>();
   let closed = false;
   let baseUrl = '';
@@ -499,11 +509,15 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
 
   function revokeEndpoint(res: ServerResponse, query: URLSearchParams, form: Form): void {
     const value = query.get('token') ?? form.get('token');
+    const viaAccessToken = value ? accessTokens.get(value)?.grant : undefined;
+    const grant = viaAccessToken ?? (value ? refreshTokens.get(value) : undefined);
+    // As at /token, an outage strikes before the request is read, so the retry finds the token intact.
+    if (takeFault('server_error', grant?.email)) return sendUnavailable(res);
     if (!value) throw oauthError(400, 'invalid_request', 'Missing required parameter: token');
-    const grant = accessTokens.get(value)?.grant ?? refreshTokens.get(value);
     if (!grant || grant.revoked) throw oauthError(400, 'invalid_token', 'Token expired or revoked');
     // Revoking either token of a consent revokes the whole consent, as Google documents.
     grant.revoked = true;
+    revocations.push({ email: grant.email, tokenType: viaAccessToken ? 'access_token' : 'refresh_token', token: value });
     sendJson(res, 200, {});
   }
 
@@ -718,6 +732,7 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
     clientId,
     clientSecret,
     calls,
+    revocations,
     addAccount(account: GoogleAccount): void {
       if (!account.email.includes('@')) throw new Error(`addAccount: not an email address: ${account.email}`);
       if (!(account.currency in USD_EXCHANGE_RATES)) {

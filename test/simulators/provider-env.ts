@@ -8,6 +8,7 @@ export function providerEnv(google: GoogleSimulator, stripe: StripeSimulator): R
     GOOGLE_CLIENT_SECRET: google.clientSecret,
     GOOGLE_AUTHORIZATION_URL: google.endpoints.authorize,
     GOOGLE_TOKEN_URL: google.endpoints.token,
+    GOOGLE_REVOKE_URL: google.endpoints.revoke,
     GOOGLE_USERINFO_URL: google.endpoints.userinfo,
     YOUTUBE_ANALYTICS_URL: google.baseUrl,
     STRIPE_CLIENT_ID: stripe.clientId,

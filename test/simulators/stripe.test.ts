@@ -389,6 +389,59 @@ describe('Stripe simulator', function () {
       assert.equal((await deauthorize({ stripe_user_id: 'acct_creator1' }, sim.secretKey)).body.error, 'invalid_request');
       assert.equal((await deauthorize({ client_id: sim.clientId, stripe_user_id: 'acct_creator1', client_secret: sim.secretKey })).status, 200);
     });
+
+    it('answers an account it does not know, or never connected, as one no longer connected', async () => {
+      for (const accountId of ['acct_unknown', 'acct_creator2']) {
+        const refused = await deauthorize({ client_id: sim.clientId, stripe_user_id: accountId }, sim.secretKey);
+        assert.equal(refused.status, 401);
+        assert.deepEqual(refused.body, {
+          error: 'invalid_client',
+          error_description: `This application is not connected to stripe account ${accountId}, or that account does not exist.`,
+        });
+      }
+    });
+
+    it('records each disconnection in deauthorizations; refused requests only in calls', async () => {
+      await connect(sim, 'acct_creator1');
+      await connect(sim, 'acct_creator2');
+      await deauthorize({ client_id: sim.clientId, stripe_user_id: 'acct_creator2' }, sim.secretKey);
+      await deauthorize({ client_id: sim.clientId, stripe_user_id: 'acct_creator2' }, sim.secretKey);
+      await deauthorize({ client_id: sim.clientId, stripe_user_id: 'acct_creator1' }, 'sk_test_nottheplatformkey');
+      await deauthorize({ client_id: sim.clientId, stripe_user_id: 'acct_creator1' }, sim.secretKey);
+      assert.deepEqual(sim.deauthorizations, [
+        { accountId: 'acct_creator2', clientId: sim.clientId },
+        { accountId: 'acct_creator1', clientId: sim.clientId },
+      ]);
+      const posts = sim.calls.filter((c) => c.path === '/oauth/deauthorize');
+      assert.equal(posts.length, 4);
+      assert.deepEqual(posts[0]?.body, { client_id: sim.clientId, stripe_user_id: 'acct_creator2' });
+    });
+
+    it('server_error for an account fails its deauthorization with 500 api_error and disconnects nothing, so a retry works', async () => {
+      await connect(sim, 'acct_creator1');
+      await connect(sim, 'acct_creator2');
+      sim.inject('server_error', { times: 2, accountId: 'acct_creator1' });
+      assert.equal((await deauthorize({ client_id: sim.clientId, stripe_user_id: 'acct_creator2' }, sim.secretKey)).status, 200, 'other accounts unaffected');
+      for (let i = 0; i < 2; i++) {
+        const failed = await deauthorize({ client_id: sim.clientId, stripe_user_id: 'acct_creator1' }, sim.secretKey);
+        assert.equal(failed.status, 500);
+        assert.equal((failed.body.error as { type: string }).type, 'api_error');
+      }
+      assert.equal((await api(sim, '/v1/balance_transactions', { account: 'acct_creator1' })).status, 200, 'still connected');
+      assert.equal((await deauthorize({ client_id: sim.clientId, stripe_user_id: 'acct_creator1' }, sim.secretKey)).status, 200);
+      assert.equal((await api(sim, '/v1/balance_transactions', { account: 'acct_creator1' })).status, 403);
+      assert.deepEqual(
+        sim.deauthorizations.map((d) => d.accountId),
+        ['acct_creator2', 'acct_creator1'],
+      );
+    });
+
+    it('server_error without an accountId strikes deauthorize before authentication, like a Stripe-wide incident', async () => {
+      await connect(sim, 'acct_creator1');
+      sim.inject('server_error');
+      assert.equal((await deauthorize({ client_id: sim.clientId, stripe_user_id: 'acct_creator1' }, 'sk_test_nottheplatformkey')).status, 500);
+      assert.equal((await deauthorize({ client_id: sim.clientId, stripe_user_id: 'acct_creator1' }, sim.secretKey)).status, 200);
+    });
   });
 
   describe('GET /v1/balance_transactions', () => {

@@ -55,7 +55,15 @@ export interface StripeSimulator {
   addAccount(account: StripeAccount): void;
   inject(fault: StripeFault, options?: { times?: number; slowMs?: number; accountId?: string }): void;
   calls: StripeCall[];
+  /** Accounts disconnected at `/oauth/deauthorize`, in order. Refused requests are only in `calls`. */
+  deauthorizations: StripeDeauthorization[];
   close(): Promise<void>;
+}
+
+export interface StripeDeauthorization {
+  /** The `stripe_user_id` that was disconnected. */
+  accountId: string;
+  clientId: string;
 }
 
 export interface StripeSimulatorOptions {
@@ -199,6 +207,7 @@ export async function startStripeSimulator(options: StripeSimulatorOptions = {})
   const refreshTokens = new Map<string, Grant>();
   const faults: ActiveFault[] = [];
   const calls: StripeCall[] = [];
+  const deauthorizations: StripeDeauthorization[] = [];
   const sleepers = new Set<{ timer: NodeJS.Timeout; wake: () => void }>();
   let seq = 0;
   let closing = false;
@@ -509,15 +518,20 @@ ${hidden}
     throw oauthError(400, 'unsupported_grant_type', `Unsupported grant type: ${grantType}. Use authorization_code or refresh_token.`);
   };
 
-  const deauthorize = (req: http.IncomingMessage, form: Record<string, string>) => {
+  const deauthorize = async (req: http.IncomingMessage, form: Record<string, string>) => {
+    // Faults are matched as on /v1: an incident strikes any call before authentication, a fault for
+    // one account only the calls naming it, so a caller's retry can be tested either way.
+    await consumeFaults(undefined);
     authenticatePlatform(req, form);
     if (!form.client_id) throw oauthError(400, 'invalid_request', 'No client_id provided');
     if (!form.stripe_user_id) throw oauthError(400, 'invalid_request', 'No stripe_user_id provided');
+    await consumeFaults(form.stripe_user_id);
     const account = accounts.get(form.stripe_user_id);
     if (!account || !account.connected) {
       throw oauthError(401, 'invalid_client', `This application is not connected to stripe account ${form.stripe_user_id}, or that account does not exist.`);
     }
     disconnect(account);
+    deauthorizations.push({ accountId: account.id, clientId: form.client_id });
     return { stripe_user_id: account.id };
   };
 
@@ -727,7 +741,7 @@ ${hidden}
       if (path === '/oauth/authorize' && req.method === 'GET') return authorizeGet(res, query);
       if (path === '/oauth/authorize' && req.method === 'POST') return authorizePost(res, form);
       if (path === '/oauth/token' && req.method === 'POST') return send(res, 200, token(req, { ...query, ...form }));
-      if (path === '/oauth/deauthorize' && req.method === 'POST') return send(res, 200, deauthorize(req, { ...query, ...form }));
+      if (path === '/oauth/deauthorize' && req.method === 'POST') return send(res, 200, await deauthorize(req, { ...query, ...form }));
       if (path.startsWith('/v1/')) {
         const version = req.headers['stripe-version'];
         res.setHeader('Stripe-Version', (Array.isArray(version) ? version[0] : version) ?? '2024-06-20');
@@ -770,6 +784,7 @@ ${hidden}
     clientId,
     secretKey,
     calls,
+    deauthorizations,
     addAccount(account) {
       if (!/^acct_[A-Za-z0-9]+$/.test(account.accountId)) throw new TypeError(`accountId must look like acct_..., got ${JSON.stringify(account.accountId)}`);
       const transactions = account.transactions.map(toBalanceTransaction);

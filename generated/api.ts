@@ -259,9 +259,14 @@ export interface paths {
         put?: never;
         /**
          * Erase all data for a creator
-         * @description Role `gdpr_admin`. Removes every row tied to the creator in the key's lender account
-         *     (verifications, tapes, overlays, connections, tokens, income data, queued event payloads) and
-         *     returns a receipt without personal data. A second erase of the same creator is `404`.
+         * @description Role `gdpr_admin`. Revokes the creator's platform grants (Google token revocation, Stripe
+         *     Connect deauthorization), then removes, in one transaction, every row tied to the creator in
+         *     the key's lender account: verifications, tapes, overlays, connections, tokens, income data,
+         *     consent sessions, stored idempotent answers, queued and delivered event payloads and their
+         *     deliveries, pending jobs. A verification still `processing` stops: no tape and no event
+         *     follow. Returns a receipt with counts and no personal data. A second erase of the same
+         *     creator is `404`. Identify the creator as for the access report; `email` and `obligor_id`
+         *     that identify different creators are `400 validation_error`.
          */
         post: operations["gdprErase"];
         delete?: never;
@@ -669,11 +674,52 @@ export interface components {
             email?: components["schemas"]["Email"];
             obligor_id?: components["schemas"]["ObligorReference"];
         };
+        /** @description A platform connection as held for the creator. OAuth tokens are never shown. */
         GdprConnectionRecord: {
             platform: components["schemas"]["Platform"];
             status: string;
+            /** @description The creator's account id at the platform (for example the Stripe account `acct_...`). */
+            account_id: string | null;
             account_email: string | null;
+            /** @description The read-only scopes the creator granted. */
+            scopes: string[];
             connected_at: components["schemas"]["Timestamp"] | null;
+            /** @description When access was found revoked or failed, if it was. */
+            revoked_at: components["schemas"]["Timestamp"] | null;
+        };
+        /** @description The creator's consent session. The consent link's token is never shown. */
+        GdprConsentSession: {
+            /**
+             * @description `open` while the creator can still consent; `closed` once the verification moved on.
+             * @enum {string}
+             */
+            state: "open" | "expired" | "closed";
+            expires_at: components["schemas"]["Timestamp"];
+        };
+        GdprDeliveryRecord: {
+            delivery_id: string;
+            webhook_id: string;
+            event_id: string;
+            event: components["schemas"]["EventName"];
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed";
+            attempts: number;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /** @description Why and how long the data is held (GDPR articles 13 to 15). */
+        GdprProcessing: {
+            /** @description The lender account for which the data is processed. */
+            controller: string;
+            processor: string;
+            purposes: {
+                purpose: string;
+                data: string[];
+                legal_basis: string;
+            }[];
+            retention: {
+                data: string;
+                period: string;
+            }[];
         };
         GdprIncomeRecord: {
             platform: components["schemas"]["Platform"];
@@ -684,20 +730,28 @@ export interface components {
         };
         GdprVerificationRecord: {
             verification: components["schemas"]["Verification"];
+            consent_session: components["schemas"]["GdprConsentSession"];
             platform_connections: components["schemas"]["GdprConnectionRecord"][];
             income: components["schemas"]["GdprIncomeRecord"][];
             tapes: components["schemas"]["RiskTape"][];
             overlays: components["schemas"]["Overlay"][];
-            /** @description Event payloads sent or queued about this verification. */
+            /** @description Events about this verification, sent or queued, with the exact body the lender receives. */
             webhook_events: {
                 event_id: string;
                 event: components["schemas"]["EventName"];
                 created_at: components["schemas"]["Timestamp"];
+                /** @description The event's body exactly as sent (its schema is in asyncapi.yaml). */
+                payload: {
+                    [key: string]: unknown;
+                };
             }[];
+            /** @description Every delivery of those events to the lender's webhook endpoints. */
+            webhook_deliveries: components["schemas"]["GdprDeliveryRecord"][];
         };
         GdprAccessReport: {
             subject: components["schemas"]["GdprSubject"];
             generated_at: components["schemas"]["Timestamp"];
+            processing: components["schemas"]["GdprProcessing"];
             verifications: components["schemas"]["GdprVerificationRecord"][];
         };
         /** @description The access report wrapped as a portable document. */
@@ -721,6 +775,15 @@ export interface components {
                 oauth_tokens: number;
                 income_records: number;
                 webhook_events: number;
+                webhook_deliveries: number;
+                /** @description Stored answers of verification requests that named the creator. */
+                idempotency_records: number;
+                /** @description Scheduled work about the creator's verifications (collection, expiry), cancelled. */
+                pending_jobs: number;
+                /** @description OAuth grants revoked at the platform (Google token revocation, Stripe Connect deauthorization). */
+                provider_grants_revoked: number;
+                /** @description Grants whose revocation the platform refused for now; retried until it succeeds. Nothing else of the creator is kept. */
+                provider_grants_pending_revocation: number;
             };
         };
         Health: {

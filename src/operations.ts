@@ -4,6 +4,10 @@ import { getHealth, getReadiness } from './platform/http/probes/probes.ts';
 import { createVerification } from './verifications/http/createVerification.ts';
 import { getVerification } from './verifications/http/getVerification.ts';
 import { getVerificationTape } from './verifications/http/getVerificationTape.ts';
+import type { DataSubjectDeps } from './gdpr/data-subject-requests.ts';
+import { gdprAccess } from './gdpr/http/gdprAccess.ts';
+import { gdprErase } from './gdpr/http/gdprErase.ts';
+import { gdprExport } from './gdpr/http/gdprExport.ts';
 import type { VerificationLifecycle } from './verifications/verification-lifecycle.ts';
 import * as webhookHandlers from './webhooks/http/handlers.ts';
 
@@ -15,9 +19,6 @@ import * as webhookHandlers from './webhooks/http/handlers.ts';
 export const PENDING_OPERATIONS = {
   createOverlay: 'overlays',
   getBenchmark: 'benchmarks',
-  gdprAccess: 'data protection',
-  gdprExport: 'data protection',
-  gdprErase: 'data protection',
 } as const satisfies Partial<Record<OperationId, string>>;
 
 type PendingOperationId = keyof typeof PENDING_OPERATIONS;
@@ -28,6 +29,7 @@ export type OperationHandlers = { [Op in Exclude<OperationId, PendingOperationId
 export interface HandlerDeps {
   lifecycle: VerificationLifecycle;
   webhooks: webhookHandlers.WebhookHandlerDeps;
+  dataSubjects: DataSubjectDeps;
   isDatabaseReachable: () => Promise<boolean>;
 }
 
@@ -43,6 +45,9 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     deleteWebhook: webhookHandlers.deleteWebhook(deps.webhooks),
     listWebhookDeliveries: webhookHandlers.listWebhookDeliveries(deps.webhooks),
     replayWebhookDelivery: webhookHandlers.replayWebhookDelivery(deps.webhooks),
+    gdprAccess: gdprAccess(deps.dataSubjects),
+    gdprExport: gdprExport(deps.dataSubjects),
+    gdprErase: gdprErase(deps.dataSubjects),
   };
 }
 

@@ -14,7 +14,9 @@ import type { Logger } from './platform/logger.ts';
 import { EventOutbox } from './platform/events/outbox.ts';
 import { createHandlers, PENDING_OPERATIONS } from './operations.ts';
 import { authenticate } from './accounts/http/authenticate.ts';
-import type { ConsentDeps } from './consent/consent-flow.ts';
+import { protectEmail, type ConsentDeps } from './consent/consent-flow.ts';
+import { grantRevocationJobs, type GrantRevocationDeps } from './consent/grant-revocation.ts';
+import { GdprRepository } from './gdpr/gdpr-repository.ts';
 import { ConsentRepository } from './consent/consent-repository.ts';
 import { consentRoutes } from './consent/http/consent-routes.ts';
 import { providerIncomeSource } from './consent/provider-income.ts';
@@ -99,7 +101,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
     const outbox = new EventOutbox();
     deliverEventsToWebhooks(outbox, webhooks, wakeDeliveries);
     const verifications = new VerificationsRepository(db.knex, db.dialect, queue, outbox, db.reader);
-    const consentRepository = new ConsentRepository(db.knex);
+    const consentRepository = new ConsentRepository(db.knex, queue);
     const providers = configuredProviders(config.providers);
     const now = () => clock.now();
     const lifecycle = new VerificationLifecycle({
@@ -114,12 +116,16 @@ export async function startService(config: Config, logger: Logger, options: Serv
         config.mode === 'production'
           ? providerIncomeSource({ consent: consentRepository, providers, encryptionKey, logger })
           : sandboxIncomeSource(verifications),
+      dependentData: [(unit, ids) => webhooks.erase(unit, ids), (unit, ids) => consentRepository.erase(unit, ids)],
     });
     const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now };
-    const jobs = new JobRunner(queue, lifecycle.jobHandlers(), clock, logger);
+    const revocation: GrantRevocationDeps = { consent: consentRepository, providers, encryptionKey, logger, now };
+    await consentRepository.protectPlainEmails((email) => protectEmail(encryptionKey, email));
+    const jobs = new JobRunner(queue, { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) }, clock, logger);
     const handlers = createHandlers({
       lifecycle,
       webhooks: { webhooks, encryptionKey, allowPrivateTargets: config.webhookAllowPrivateTargets, now, wakeDeliveries },
+      dataSubjects: { lifecycle, consent: consentRepository, webhooks, audit: new GdprRepository(db.knex), revocation, encryptionKey, now },
       isDatabaseReachable: () => db.isReachable(),
     });
     const rateLimits = new RateLimits(db);

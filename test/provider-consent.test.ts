@@ -4,6 +4,7 @@ import request from 'supertest';
 import { AccountsRepository } from '../src/accounts/accounts-repository.ts';
 import * as admin from '../src/accounts/lender-admin.ts';
 import { loadConfig } from '../src/platform/config.ts';
+import { decryptSecret } from '../src/platform/crypto.ts';
 import { testDatabases, type TestDatabase } from './support/test-databases.ts';
 import { createLogger } from '../src/platform/logger.ts';
 import { adminContext, startService, type Service } from '../src/service.ts';
@@ -117,7 +118,11 @@ for (const factory of testDatabases()) {
           'a token is stored in the clear',
         );
       }
-      assert.equal(stored.find((r: { platform: string }) => r.platform === 'youtube').account_email, email);
+      // The account email is kept encrypted (P18): never in plain text, readable with the key.
+      const youtubeRow = stored.find((r: { platform: string }) => r.platform === 'youtube');
+      assert.equal(youtubeRow.account_email, null);
+      assert.ok(!JSON.stringify(stored).includes(email), 'an email is stored in the clear');
+      assert.equal(decryptSecret(service.encryptionKey, youtubeRow.account_email_ciphertext), email);
 
       const done = await completeAndCollect(id, path);
       assert.equal(done.status, 'completed', JSON.stringify(done));

@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { AccountsRepository } from '../accounts/accounts-repository.ts';
 import * as admin from '../accounts/lender-admin.ts';
+import { GdprRepository } from '../gdpr/gdpr-repository.ts';
 import { ConfigError, loadConfig } from '../platform/config.ts';
 import { openDatabase, type Database } from '../platform/db/database.ts';
 import { adminContext } from '../service.ts';
@@ -45,7 +46,10 @@ function parseAssignments(pairs: string[]): Record<string, unknown> {
   );
 }
 
-export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>) => Promise<T>): Command {
+/** What the commands work with: the accounts' use cases, and the data-protection audit trail. */
+export type CliContext = admin.AdminContext & { gdprAudit: Pick<GdprRepository, 'list'> };
+
+export function buildCli(run: <T>(work: (ctx: CliContext) => Promise<T>) => Promise<T>): Command {
   const program = new Command('admin')
     .description('Operator commands for lender accounts, API keys, plans, policies and IP allowlists.')
     .exitOverride()
@@ -126,16 +130,33 @@ export function buildCli(run: <T>(work: (ctx: admin.AdminContext) => Promise<T>)
       const record = await run((ctx) => admin.revokeKey(ctx, options.keyId));
       print(options, record, () => [`Key ${record.id} revoked at ${record.revokedAt}.`]);
     });
+  const gdpr = program.command('gdpr').description('data-protection requests');
+  json(gdpr.command('audit').description('list data-protection requests (access, export, erasure): who, when, counts, receipt; never the creator'))
+    .option('--lender <lenderId>', 'only this lender account')
+    .option('--limit <n>', 'newest first, at most this many', integer('--limit'), 100)
+    .action(async (options: OutputOptions & { lender?: string; limit: number }) => {
+      const entries = await run((ctx) => ctx.gdprAudit.list(options.lender, options.limit));
+      print(options, entries, () =>
+        entries.length === 0
+          ? ['No data-protection requests.']
+          : entries.map(
+              (e) =>
+                `${e.at}  ${e.operation.padEnd(7)} ${e.lenderId}  key ${e.keyId}  by ${e.identifierKinds.join('+')}  ${Object.entries(e.counts)
+                  .map(([k, v]) => `${k}=${v}`)
+                  .join(' ')}${e.receiptId ? `  receipt ${e.receiptId}` : ''}`,
+            ),
+      );
+    });
   return program;
 }
 
 async function main(argv: string[]): Promise<number> {
   let db: Database | undefined;
-  const run = async <T>(work: (ctx: admin.AdminContext) => Promise<T>): Promise<T> => {
+  const run = async <T>(work: (ctx: CliContext) => Promise<T>): Promise<T> => {
     const config = loadConfig();
     db = openDatabase(config.databaseUrl);
     await db.migrate();
-    return work(adminContext(config, new AccountsRepository(db.knex)));
+    return work({ ...adminContext(config, new AccountsRepository(db.knex)), gdprAudit: new GdprRepository(db.knex) });
   };
   try {
     await buildCli(run).parseAsync(argv, { from: 'user' });

@@ -1,5 +1,5 @@
 import * as oauth from 'openid-client';
-import { decryptSecret, encryptSecret, sha256Hex } from '../platform/crypto.ts';
+import { blindIndex, decryptSecret, encryptSecret, sha256Hex } from '../platform/crypto.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Platform, VerificationLifecycle } from '../verifications/verification-lifecycle.ts';
 import type { VerificationRecord } from '../verifications/verifications-repository.ts';
@@ -17,6 +17,22 @@ export interface ConsentDeps {
   logger: Logger;
   now: () => Date;
 }
+
+/**
+ * Emails are compared as their lower-cased, trimmed form (P18): providers
+ * and people write the domain, and often the local part, in any case. A `+tag` is kept: it is a
+ * different address to the provider.
+ */
+export const normaliseEmail = (email: string): string => email.trim().toLowerCase();
+
+/** The blind index an account email is found by (data-protection requests), from its normalised form. */
+export const emailIndex = (encryptionKey: Buffer, email: string): string => blindIndex(encryptionKey, 'account-email', normaliseEmail(email));
+
+/** An account email as it is stored: encrypted, with its blind index. */
+export const protectEmail = (encryptionKey: Buffer, email: string) => ({
+  ciphertext: encryptSecret(encryptionKey, email),
+  index: emailIndex(encryptionKey, email),
+});
 
 /** How long a creator may stay on the provider's consent screen. */
 const AUTHORIZATION_WINDOW_MS = 15 * 60 * 1000;
@@ -131,7 +147,8 @@ export async function finishConnection(
     throw new ConsentRefused('provider_refused', `${platform === 'youtube' ? 'YouTube' : 'Stripe'} did not grant read access. Try connecting again.`);
   }
   await deps.consent.saveConnection(request.verificationId, platform, {
-    email: account.email,
+    email: account.email ? protectEmail(deps.encryptionKey, account.email) : null,
+    scopes: account.scopes,
     externalAccountId: account.externalAccountId,
     accessTokenCiphertext: encryptSecret(deps.encryptionKey, account.accessToken),
     refreshTokenCiphertext: account.refreshToken ? encryptSecret(deps.encryptionKey, account.refreshToken) : null,

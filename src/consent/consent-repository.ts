@@ -1,4 +1,7 @@
 import type { Knex } from 'knex';
+import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
+import type { JobQueue } from '../platform/jobs/job-queue.ts';
+import type { ConsentJobPayloads } from './consent-jobs.ts';
 
 export interface OAuthRequest {
   verificationId: string;
@@ -31,7 +34,49 @@ interface ConnectionRow {
   status: string;
   external_account_id: string | null;
   access_token_ciphertext: string | null;
+  refresh_token_ciphertext: string | null;
+  account_email: string | null;
+  account_email_ciphertext: string | null;
+  account_email_index: string | null;
+  scopes: string | null;
   connected_at: string | null;
+  revoked_at: string | null;
+}
+
+/** A connection as the data-protection report shows it: the email still encrypted, no tokens. */
+export interface SubjectConnection {
+  verificationId: string;
+  platform: string;
+  status: string;
+  externalAccountId: string | null;
+  emailCiphertext: string | null;
+  scopes: string[];
+  connectedAt: string | null;
+  revokedAt: string | null;
+}
+
+/** What revoking a creator's grant at the provider needs; the tokens still encrypted. */
+export interface StoredGrant {
+  platform: string;
+  externalAccountId: string | null;
+  accessTokenCiphertext: string | null;
+  refreshTokenCiphertext: string | null;
+}
+
+export interface PendingRevocation extends StoredGrant {
+  id: string;
+  attempts: number;
+}
+
+interface RevocationRow {
+  id: string;
+  platform: string;
+  access_token_ciphertext: string | null;
+  refresh_token_ciphertext: string | null;
+  external_account_id_ciphertext: string | null;
+  attempts: number;
+  last_error: string | null;
+  created_at: string;
 }
 
 /**
@@ -41,7 +86,10 @@ interface ConnectionRow {
  * creator connects.
  */
 export class ConsentRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    private readonly jobs: JobQueue,
+  ) {}
 
   /** A creator's pending authorization at a provider: single use, bound to one consent session. */
   async insertOAuthRequest(request: OAuthRequest & { stateHash: string }): Promise<void> {
@@ -84,7 +132,9 @@ export class ConsentRepository {
     verificationId: string,
     platform: string,
     connection: {
-      email: string | null;
+      /** Encrypted, with its blind index: the plain address is never stored. */
+      email: { ciphertext: string; index: string } | null;
+      scopes: string[];
       externalAccountId: string | null;
       accessTokenCiphertext: string;
       refreshTokenCiphertext: string | null;
@@ -97,7 +147,10 @@ export class ConsentRepository {
         platform,
         status: 'connected',
         updated_at: connection.connectedAt,
-        account_email: connection.email,
+        account_email: null,
+        account_email_ciphertext: connection.email?.ciphertext ?? null,
+        account_email_index: connection.email?.index ?? null,
+        scopes: JSON.stringify(connection.scopes),
         external_account_id: connection.externalAccountId,
         access_token_ciphertext: connection.accessTokenCiphertext,
         refresh_token_ciphertext: connection.refreshTokenCiphertext,
@@ -116,5 +169,122 @@ export class ConsentRepository {
       accessTokenCiphertext: r.access_token_ciphertext,
       connectedAt: r.connected_at,
     }));
+  }
+
+  /**
+   * Connections stored before emails were encrypted keep them in plain text: encrypt and index
+   * them, and clear the plain column. Runs at start-up; a second run finds nothing to do.
+   */
+  async protectPlainEmails(protect: (email: string) => { ciphertext: string; index: string }): Promise<number> {
+    const rows = await this.knex<ConnectionRow>('platform_connections').whereNotNull('account_email').select('verification_id', 'platform', 'account_email');
+    for (const row of rows) {
+      const email = protect(row.account_email!);
+      await this.knex<ConnectionRow>('platform_connections')
+        .where({ verification_id: row.verification_id, platform: row.platform })
+        .update({ account_email: null, account_email_ciphertext: email.ciphertext, account_email_index: email.index });
+    }
+    return rows.length;
+  }
+
+  /** The verifications whose connected account has this email, by its blind index. */
+  async verificationIdsByEmailIndex(index: string): Promise<string[]> {
+    const rows = await this.knex<ConnectionRow>('platform_connections').where({ account_email_index: index }).distinct('verification_id');
+    return rows.map((r) => r.verification_id);
+  }
+
+  async connectionsOf(verificationIds: string[]): Promise<SubjectConnection[]> {
+    if (verificationIds.length === 0) return [];
+    const rows = await this.knex<ConnectionRow>('platform_connections').whereIn('verification_id', verificationIds).orderBy(['verification_id', 'platform']);
+    return rows.map((r) => ({
+      verificationId: r.verification_id,
+      platform: r.platform,
+      status: r.status,
+      externalAccountId: r.external_account_id,
+      emailCiphertext: r.account_email_ciphertext,
+      scopes: r.scopes ? (JSON.parse(r.scopes) as string[]) : [],
+      connectedAt: r.connected_at,
+      revokedAt: r.revoked_at,
+    }));
+  }
+
+  /** The grants (tokens) held for these verifications, to revoke at the providers before erasure. */
+  async grantsOf(verificationIds: string[]): Promise<StoredGrant[]> {
+    if (verificationIds.length === 0) return [];
+    const rows = await this.knex<ConnectionRow>('platform_connections').whereIn('verification_id', verificationIds).whereNotNull('access_token_ciphertext');
+    return rows.map((r) => ({
+      platform: r.platform,
+      externalAccountId: r.external_account_id,
+      accessTokenCiphertext: r.access_token_ciphertext,
+      refreshTokenCiphertext: r.refresh_token_ciphertext,
+    }));
+  }
+
+  /** Erases the creator's side of these verifications in the erasure's unit of work: pending OAuth requests, connections and tokens. */
+  async erase(unit: UnitOfWork, verificationIds: string[]): Promise<{ platform_connections: number; oauth_tokens: number }> {
+    const trx = transactionOf(unit);
+    const tokens = await trx('platform_connections')
+      .whereIn('verification_id', verificationIds)
+      .whereNotNull('access_token_ciphertext')
+      .count<{ n: number | string }>({ n: '*' })
+      .first();
+    await trx('oauth_requests').whereIn('verification_id', verificationIds).delete();
+    const connections = await trx('platform_connections').whereIn('verification_id', verificationIds).delete();
+    return { platform_connections: connections, oauth_tokens: Number(tokens?.n ?? 0) };
+  }
+
+  /** A grant whose revocation the provider refused: kept (encrypted, with nothing else of the creator) until a retry succeeds. */
+  /** Retries run as durable jobs, so a refused revocation survives restarts. */
+  async recordPendingRevocation(
+    unit: UnitOfWork,
+    revocation: {
+      id: string;
+      platform: string;
+      accessTokenCiphertext: string | null;
+      refreshTokenCiphertext: string | null;
+      externalAccountIdCiphertext: string | null;
+      lastError: string;
+      createdAt: string;
+    },
+  ): Promise<void> {
+    await transactionOf(unit)<RevocationRow>('provider_revocations').insert({
+      id: revocation.id,
+      platform: revocation.platform,
+      access_token_ciphertext: revocation.accessTokenCiphertext,
+      refresh_token_ciphertext: revocation.refreshTokenCiphertext,
+      external_account_id_ciphertext: revocation.externalAccountIdCiphertext,
+      attempts: 1,
+      last_error: revocation.lastError.slice(0, 500),
+      created_at: revocation.createdAt,
+    });
+    const job: { kind: keyof ConsentJobPayloads; payload: ConsentJobPayloads['consent.revoke_grant'] } = {
+      kind: 'consent.revoke_grant',
+      payload: { revocationId: revocation.id },
+    };
+    await this.jobs.enqueue(transactionOf(unit), { ...job, subjectId: revocation.id, runAt: new Date(revocation.createdAt) }, new Date(revocation.createdAt));
+  }
+
+  async findPendingRevocation(id: string): Promise<(PendingRevocation & { externalAccountIdCiphertext: string | null }) | null> {
+    const row = await this.knex<RevocationRow>('provider_revocations').where({ id }).first();
+    if (!row) return null;
+    return {
+      id: row.id,
+      platform: row.platform,
+      attempts: row.attempts,
+      accessTokenCiphertext: row.access_token_ciphertext,
+      refreshTokenCiphertext: row.refresh_token_ciphertext,
+      externalAccountId: null,
+      externalAccountIdCiphertext: row.external_account_id_ciphertext,
+    };
+  }
+
+  async completeRevocation(id: string): Promise<void> {
+    await this.knex('provider_revocations').where({ id }).delete();
+  }
+
+  async recordRevocationFailure(id: string, error: string): Promise<void> {
+    await this.knex<RevocationRow>('provider_revocations')
+      .where({ id })
+      .update({ last_error: error.slice(0, 500) })
+      .increment('attempts', 1);
   }
 }

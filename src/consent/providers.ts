@@ -32,6 +32,8 @@ export interface ProviderSettings {
 
 export interface ConnectedAccount {
   email: string | null;
+  /** The scopes the creator granted, as the provider's token response names them. */
+  scopes: string[];
   externalAccountId: string | null;
   accessToken: string;
   refreshToken: string | null;
@@ -153,7 +155,7 @@ export function googleProvider(settings: NonNullable<ProviderSettings['google']>
       if (!granted.includes(GOOGLE_SCOPES[0]!)) throw new ProviderError('revoked', 'the creator did not grant the YouTube Analytics monetary scope');
       const userinfo = await fetch(settings.userinfoUrl, { headers: { authorization: `Bearer ${tokens.access_token}` }, signal: AbortSignal.timeout(10_000) });
       const email = userinfo.ok ? (((await userinfo.json()) as { email?: string }).email ?? null) : null;
-      return { email, externalAccountId: null, accessToken: tokens.access_token, refreshToken: tokens.refresh_token ?? null };
+      return { email, scopes: granted, externalAccountId: null, accessToken: tokens.access_token, refreshToken: tokens.refresh_token ?? null };
     },
     async monthlyIncome({ accessToken }, { from, to }) {
       try {
@@ -269,7 +271,8 @@ export function stripeProvider(settings: NonNullable<ProviderSettings['stripe']>
       } catch {
         // The email only serves data-protection requests; a connection works without it.
       }
-      return { email, externalAccountId: accountId, accessToken: tokens.access_token, refreshToken: tokens.refresh_token ?? null };
+      const scopes = (typeof tokens.scope === 'string' ? tokens.scope : 'read_only').split(' ');
+      return { email, scopes, externalAccountId: accountId, accessToken: tokens.access_token, refreshToken: tokens.refresh_token ?? null };
     },
     async monthlyIncome({ externalAccountId }, { from, to }) {
       const totals = new Map<string, number>();

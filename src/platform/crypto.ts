@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 
 /**
  * Secrets at rest (webhook signing secrets, OAuth tokens): AES-256-GCM under the service's
@@ -23,4 +23,13 @@ export function decryptSecret(key: Buffer, stored: string): string {
 /** For looking up a high-entropy secret (a token, an OAuth state) by a value that cannot be reversed. */
 export function sha256Hex(value: string): string {
   return createHash('sha256').update(value).digest('hex');
+}
+
+/**
+ * A keyed hash for finding an encrypted value by equality without decrypting every row (a blind
+ * index). Its key is derived from the encryption key for this one use, so neither reveals the other.
+ */
+export function blindIndex(encryptionKey: Buffer, purpose: string, value: string): string {
+  const key = Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), `blind-index:${purpose}`, 32));
+  return createHmac('sha256', key).update(value).digest('hex');
 }

@@ -15,6 +15,6 @@ export function randomBase62(length: number): string {
 }
 
 /** Opaque identifiers with a type prefix (`vrf_`, `lnd_`, ...): 20 base62 characters, about 119 bits. */
-export function newId(prefix: 'vrf' | 'lnd' | 'key' | 'whk' | 'evt' | 'ovl' | 'ers'): string {
+export function newId(prefix: 'vrf' | 'lnd' | 'key' | 'whk' | 'evt' | 'ovl' | 'ers' | 'rvk'): string {
   return `${prefix}_${randomBase62(20)}`;
 }

@@ -4,6 +4,7 @@ import type { Config } from '../platform/config.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { DomainError } from '../platform/domain-error.ts';
 import { newId, randomBase62 } from '../platform/ids.ts';
+import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { JobHandlers } from '../platform/jobs/job-queue.ts';
 import type { Principal } from '../platform/principal.ts';
 import { isSyntheticCreator, type PlatformIncome } from '../tape/index.ts';
@@ -39,7 +40,15 @@ export interface LifecycleDeps {
   /** Read before a unit of work opens: SQLite has one writer connection. */
   scoringProfileOf: (lenderId: string) => Promise<ScoringProfile>;
   incomeSource: IncomeSource;
+  /**
+   * Other features' data about verifications (connections and tokens, webhook deliveries), erased
+   * in the erasure's unit of work before the verifications themselves; each returns its counts.
+   */
+  dependentData: Array<(unit: UnitOfWork, verificationIds: string[]) => Promise<Record<string, number>>>;
 }
+
+/** What an erasure removed, per kind of data. */
+export type ErasureCounts = Record<string, number>;
 
 /** Stable across key order and whitespace, so a retried request is recognised as the same payload. */
 export function requestFingerprint(body: unknown): string {
@@ -88,7 +97,51 @@ export class VerificationLifecycle {
     return this.deps.verifications.findByConsentTokenHash(tokenHash);
   }
 
+  /** A data subject's verifications in one lender account, by obligor reference or by id. */
+  findForObligor(lenderId: string, obligorReference: string): Promise<VerificationRecord[]> {
+    return this.deps.verifications.findForObligor(lenderId, obligorReference);
+  }
+
+  findOwned(lenderId: string, verificationIds: string[]): Promise<VerificationRecord[]> {
+    return this.deps.verifications.findOwned(lenderId, verificationIds);
+  }
+
+  /** Everything the lifecycle holds about one verification, for a data-protection access report. */
+  async heldAbout(verification: VerificationRecord) {
+    const { verifications } = this.deps;
+    return {
+      resource: await verifications.resourceOf(verification),
+      tapes: await verifications.tapesOf(verification.id),
+      income: await verifications.incomeOf(verification.id),
+      events: await verifications.eventsOf(verification.id),
+    };
+  }
+
   // Commands.
+
+  /**
+   * Erases these verifications of the lender and everything held about them, in one unit of work:
+   * other features' data first (`dependentData`), then the lifecycle's own, then `alsoInUnit` (for
+   * example the audit record). Locks them first: a collection or sandbox step in flight finds
+   * nothing afterwards, so no late tape or event follows. Null when none is left to erase (a
+   * concurrent erasure got there first).
+   */
+  async erase(
+    lenderId: string,
+    verificationIds: string[],
+    alsoInUnit: (unit: UnitOfWork, counts: ErasureCounts) => Promise<void>,
+  ): Promise<ErasureCounts | null> {
+    return this.deps.verifications.transaction(async (store) => {
+      const locked = await store.lockOwned(lenderId, verificationIds);
+      if (locked.length === 0) return null;
+      const ids = locked.map((v) => v.id);
+      const counts: ErasureCounts = {};
+      for (const eraseDependents of this.deps.dependentData) Object.assign(counts, await eraseDependents(store.unit, ids));
+      Object.assign(counts, await store.erase(ids));
+      await alsoInUnit(store.unit, counts);
+      return counts;
+    });
+  }
 
   /**
    * POST /verifications (4.1): creates exactly one verification per lender and Idempotency-Key.

@@ -126,7 +126,8 @@ export function toResource(record: VerificationRecord, connectionStatus: Readonl
 export class VerificationStore {
   constructor(
     private readonly trx: Knex.Transaction,
-    private readonly unit: UnitOfWork,
+    /** The unit of work this store writes in, for other features' writes that must commit with it. */
+    readonly unit: UnitOfWork,
     private readonly dialect: Dialect,
     private readonly jobs: JobQueue,
     private readonly outbox: EventOutbox,
@@ -154,9 +155,44 @@ export class VerificationStore {
   async setConnections(verificationId: string, connections: Array<{ platform: Platform; status: ConnectionStatus }>, at: string): Promise<void> {
     if (connections.length === 0) return;
     await this.trx('platform_connections')
-      .insert(connections.map((c) => ({ verification_id: verificationId, platform: c.platform, status: c.status, updated_at: at })))
+      .insert(
+        connections.map((c) => ({
+          verification_id: verificationId,
+          platform: c.platform,
+          status: c.status,
+          updated_at: at,
+          // When access ended, for the data-protection report.
+          revoked_at: c.status === 'revoked' || c.status === 'error' ? at : null,
+        })),
+      )
       .onConflict(['verification_id', 'platform'])
-      .merge(['status', 'updated_at']);
+      .merge(['status', 'updated_at', 'revoked_at']);
+  }
+
+  /** The lender's verifications among `ids`, locked (on PostgreSQL) until the transaction ends. */
+  async lockOwned(lenderId: string, ids: string[]): Promise<VerificationRecord[]> {
+    if (ids.length === 0) return [];
+    const query = this.trx<VerificationRow>('verifications').where({ lender_id: lenderId }).whereIn('id', ids).orderBy('id');
+    const rows = this.dialect === 'postgres' ? await query.forUpdate() : await query;
+    return rows.map(toRecord);
+  }
+
+  /**
+   * Erases the verifications and everything this feature holds about them: events, transitions,
+   * tapes, income, stored idempotent answers, scheduled jobs. Other features erase theirs first in
+   * the same unit of work.
+   */
+  async erase(
+    ids: string[],
+  ): Promise<{ verifications: number; tapes: number; income_records: number; webhook_events: number; idempotency_records: number; pending_jobs: number }> {
+    const tapes = await this.trx('tapes').whereIn('verification_id', ids).delete();
+    const income = await this.trx('income_records').whereIn('verification_id', ids).delete();
+    const events = await this.trx('events').whereIn('verification_id', ids).delete();
+    await this.trx('verification_transitions').whereIn('verification_id', ids).delete();
+    const idempotency = await this.trx('idempotency_keys').whereIn('verification_id', ids).delete();
+    const jobs = await this.jobs.cancelForSubjects(this.trx, ids);
+    const verifications = await this.trx('verifications').whereIn('id', ids).delete();
+    return { verifications, tapes, income_records: income, webhook_events: events, idempotency_records: idempotency, pending_jobs: jobs };
   }
 
   /** Reads the verification and, on PostgreSQL, locks its row until the transaction ends. */
@@ -316,6 +352,45 @@ export class VerificationsRepository {
   async find(verificationId: string): Promise<VerificationRecord | null> {
     const row = await this.knex<VerificationRow>('verifications').where({ id: verificationId }).first();
     return row ? toRecord(row) : null;
+  }
+
+  /** The lender's verifications for an obligor reference (a data-protection request's `obligor_id`). */
+  async findForObligor(lenderId: string, obligorReference: string): Promise<VerificationRecord[]> {
+    const rows = await this.knex<VerificationRow>('verifications').where({ lender_id: lenderId, obligor_reference: obligorReference }).orderBy('created_at');
+    return rows.map(toRecord);
+  }
+
+  /** The lender's verifications among `ids`. */
+  async findOwned(lenderId: string, ids: string[]): Promise<VerificationRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.knex<VerificationRow>('verifications').where({ lender_id: lenderId }).whereIn('id', ids).orderBy('created_at');
+    return rows.map(toRecord);
+  }
+
+  async resourceOf(record: VerificationRecord): Promise<VerificationResource> {
+    const connections = await this.knex<{ verification_id: string; platform: string; status: string }>('platform_connections')
+      .where({ verification_id: record.id })
+      .select('platform', 'status');
+    return toResource(record, new Map(connections.map((c) => [c.platform, c.status])));
+  }
+
+  async tapesOf(verificationId: string): Promise<RiskTape200[]> {
+    const rows = await this.knex<{ verification_id: string; tape: string }>('tapes').where({ verification_id: verificationId }).select('tape');
+    return rows.map((r) => JSON.parse(r.tape) as RiskTape200);
+  }
+
+  async incomeOf(
+    verificationId: string,
+  ): Promise<Array<{ platform: string; month: string; sourceCurrency: string; sourceAmount: number; amountEur: number | null }>> {
+    type Row = { verification_id: string; platform: string; month: string; source_currency: string; source_amount: number; amount_eur: number | null };
+    const rows = await this.knex<Row>('income_records').where({ verification_id: verificationId }).orderBy(['platform', 'month', 'source_currency']);
+    return rows.map((r) => ({
+      platform: r.platform,
+      month: r.month,
+      sourceCurrency: r.source_currency,
+      sourceAmount: Number(r.source_amount),
+      amountEur: r.amount_eur === null ? null : Number(r.amount_eur),
+    }));
   }
 
   /** The platforms a verification has connected so far. */

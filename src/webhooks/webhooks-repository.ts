@@ -276,6 +276,19 @@ export class WebhooksRepository {
   async recordAttempts(workerId: string, records: AttemptRecord[]): Promise<void> {
     if (records.length === 0) return;
     await this.knex.transaction(async (trx) => {
+      // A delivery erased while it was in flight (a data-protection erasure) leaves no attempt behind.
+      const remaining = new Set(
+        (
+          await trx<DeliveryRow>('webhook_deliveries')
+            .whereIn(
+              'id',
+              records.map((r) => r.deliveryId),
+            )
+            .select('id')
+        ).map((r) => r.id),
+      );
+      records = records.filter((r) => remaining.has(r.deliveryId));
+      if (records.length === 0) return;
       await trx('webhook_delivery_attempts').insert(
         records.map(({ deliveryId, attempt }) => ({
           delivery_id: deliveryId,
@@ -298,6 +311,26 @@ export class WebhooksRepository {
         });
       }
     });
+  }
+
+  /** Every delivery about these verifications, for a data-protection access report. */
+  async deliveriesOf(verificationIds: string[]): Promise<Array<Delivery & { verificationId: string }>> {
+    if (verificationIds.length === 0) return [];
+    const rows = await this.knex<DeliveryRow>('webhook_deliveries')
+      .whereIn('verification_id', verificationIds)
+      .orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    return this.withAttempts(rows);
+  }
+
+  /** Erases what webhooks hold about these verifications (event copies, deliveries, attempts) in the erasure's unit of work. */
+  async erase(unit: UnitOfWork, verificationIds: string[]): Promise<{ webhook_deliveries: number }> {
+    const trx = transactionOf(unit);
+    const deliveries = trx('webhook_deliveries').whereIn('verification_id', verificationIds).select('id');
+    await trx('webhook_delivery_attempts').whereIn('delivery_id', deliveries).delete();
+    const eventIds = trx('webhook_deliveries').whereIn('verification_id', verificationIds).select('event_id');
+    await trx('webhook_events').whereIn('event_id', eventIds).delete();
+    const deleted = await trx('webhook_deliveries').whereIn('verification_id', verificationIds).delete();
+    return { webhook_deliveries: deleted };
   }
 
   async listDeliveries(webhookId: string, limit: number, startingAfter: string | undefined): Promise<{ deliveries: Delivery[]; hasMore: boolean }> {

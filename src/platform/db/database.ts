@@ -39,9 +39,10 @@ function sqliteConfig(databaseUrl: string, connections = 1): Knex.Config {
     pool: {
       min: 1,
       max: connections,
+      // secure_delete: erased rows are overwritten in the file, not just unlinked (data-protection erasure).
       afterCreate(connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) {
         connection.exec(
-          'PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;',
+          'PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;',
           (error: Error | null) => done(error, connection),
         );
       },

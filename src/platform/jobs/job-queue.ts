@@ -91,6 +91,15 @@ export class JobQueue {
     return claimed.map(toJob).sort((a, b) => a.runAt.localeCompare(b.runAt) || a.id - b.id);
   }
 
+  /** Cancels (deletes) the jobs not yet done about these subjects, in the caller's transaction; returns how many. */
+  async cancelForSubjects(trx: Knex, subjectIds: string[]): Promise<number> {
+    if (subjectIds.length === 0) return 0;
+    const pending = await trx('jobs').whereIn('subject_id', subjectIds).whereIn('status', ['pending', 'running']).delete();
+    // Finished jobs name the subject too; they go as well, but are not "pending work".
+    await trx('jobs').whereIn('subject_id', subjectIds).delete();
+    return pending;
+  }
+
   async complete(jobId: number): Promise<void> {
     await this.knex('jobs').where({ id: jobId }).update({ status: 'done', locked_by: null, locked_until: null });
   }

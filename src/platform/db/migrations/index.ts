@@ -6,6 +6,7 @@ import * as rateLimits from './20261121_004_rate_limits.ts';
 import * as webhooks from './20261121_005_webhooks.ts';
 import * as platformOauth from './20261121_006_platform_oauth.ts';
 import * as webhookEvents from './20261123_007_webhook_events.ts';
+import * as dataProtection from './20261123_008_data_protection.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -18,6 +19,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261121_005_webhooks', webhooks],
   ['20261121_006_platform_oauth', platformOauth],
   ['20261123_007_webhook_events', webhookEvents],
+  ['20261123_008_data_protection', dataProtection],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

@@ -1,0 +1,179 @@
+import assert from 'node:assert/strict';
+import { assertError } from './assertions.ts';
+import { forEachTarget, requireKey, requireSandbox, type Target } from './harness.ts';
+import { createVerification, randomReference, sleep, type Verification } from './sandbox.ts';
+
+/**
+ * The data-protection operations of section 4.8 (role gdpr_admin): every row of the error table for
+ * them (no identifier 400 validation_error, nothing found 404 not_found, no gdpr_admin role 403
+ * forbidden) and each operation's success shape. Every response is also checked against spec/ by
+ * the harness.
+ */
+
+interface AccessReport {
+  subject: { email?: string; obligor_id?: string };
+  generated_at: string;
+  processing: { controller: string; purposes: unknown[]; retention: unknown[] };
+  verifications: Array<{
+    verification: Verification;
+    consent_session: { state: string; expires_at: string };
+    platform_connections: Array<{ platform: string; account_email: string | null }>;
+    tapes: Array<{ verification_id: string }>;
+    webhook_events: Array<{ event: string; payload: { verification_id: string } }>;
+  }>;
+}
+
+interface Receipt {
+  receipt_id: string;
+  erased_at: string;
+  identifiers: string[];
+  counts: Record<string, number>;
+}
+
+const accessPath = (query: Record<string, string>) => `/api/v1/gdpr/access?${new URLSearchParams(query).toString()}`;
+const exportPath = (query: Record<string, string>) => `/api/v1/gdpr/export?${new URLSearchParams(query).toString()}`;
+
+forEachTarget((target: Target) => {
+  const realCreator = async (reference = randomReference('conformance-gdpr-')) => {
+    const response = await createVerification(target, { obligor_reference: reference, creator_platforms: ['youtube', 'stripe'] });
+    assert.equal(response.status, 201, response.text);
+    return response.json as Verification;
+  };
+
+  describe('errors: data-protection requests (4.8, section 7)', () => {
+    for (const [method, path] of [
+      ['GET', '/api/v1/gdpr/access'],
+      ['GET', '/api/v1/gdpr/export'],
+      ['POST', '/api/v1/gdpr/erase'],
+    ] as const) {
+      it(`${method} ${path} with neither email nor obligor_id: 400 validation_error`, async function () {
+        requireKey(this, target, 'gdpr');
+        const response = method === 'GET' ? await target.api.get(path, { key: 'gdpr' }) : await target.api.post(path, { key: 'gdpr', json: {} });
+        assertError(response, 400, 'validation_error', /email|obligor_id/);
+      });
+
+      it(`${method} ${path} for a creator with no data: 404 not_found`, async function () {
+        requireKey(this, target, 'gdpr');
+        const subject = { obligor_id: randomReference('conformance-nobody-') };
+        const response =
+          method === 'GET'
+            ? await target.api.get(`${path}?${new URLSearchParams(subject).toString()}`, { key: 'gdpr' })
+            : await target.api.post(path, { key: 'gdpr', json: subject });
+        assertError(response, 404, 'not_found');
+      });
+
+      it(`${method} ${path} with a lender key: 403 forbidden`, async () => {
+        const subject = { obligor_id: 'anyone' };
+        const response =
+          method === 'GET'
+            ? await target.api.get(`${path}?${new URLSearchParams(subject).toString()}`, { key: 'lender' })
+            : await target.api.post(path, { key: 'lender', json: subject });
+        assertError(response, 403, 'forbidden');
+      });
+    }
+
+    it('an email that is not an address, or an identifier over its length: 400 validation_error naming it', async function () {
+      requireKey(this, target, 'gdpr');
+      assertError(await target.api.get(accessPath({ email: 'not-an-address' }), { key: 'gdpr' }), 400, 'validation_error', /email/);
+      assertError(await target.api.get(accessPath({ obligor_id: 'x'.repeat(10_000) }), { key: 'gdpr' }), 400, 'validation_error', /obligor_id/);
+      assertError(
+        await target.api.post('/api/v1/gdpr/erase', { key: 'gdpr', json: { obligor_id: 'x'.repeat(10_000) } }),
+        400,
+        'validation_error',
+        /obligor_id/,
+      );
+    });
+
+    it("another lender's creator is not found: only the key's own lender account is searched", async function () {
+      requireKey(this, target, 'gdpr');
+      requireKey(this, target, 'otherLender');
+      const reference = randomReference('conformance-other-');
+      const response = await createVerification(target, { obligor_reference: reference, creator_platforms: ['stripe'] }, { key: 'otherLender' });
+      assert.equal(response.status, 201, response.text);
+      assertError(await target.api.get(accessPath({ obligor_id: reference }), { key: 'gdpr' }), 404, 'not_found');
+      assertError(await target.api.post('/api/v1/gdpr/erase', { key: 'gdpr', json: { obligor_id: reference } }), 404, 'not_found');
+    });
+  });
+
+  describe('happy: access, export and erase a creator (4.8)', () => {
+    it('access: every verification of the creator, with its consent session, purposes and retention', async function () {
+      requireKey(this, target, 'gdpr');
+      const reference = randomReference('conformance-gdpr-');
+      const first = await realCreator(reference);
+      const second = await realCreator(reference);
+      const response = await target.api.get(accessPath({ obligor_id: reference }), { key: 'gdpr' });
+      assert.equal(response.status, 200, response.text);
+      const report = response.json as AccessReport;
+      assert.deepEqual(report.subject, { obligor_id: reference });
+      assert.deepEqual(report.verifications.map((v) => v.verification.verification_id).sort(), [first.verification_id, second.verification_id].sort());
+      for (const record of report.verifications) {
+        assert.equal(record.consent_session.state, 'open');
+        assert.equal(record.verification.obligor_reference, reference);
+      }
+      assert.ok(report.processing.purposes.length > 0 && report.processing.retention.length > 0);
+    });
+
+    it('export: the same content as a download with a format version', async function () {
+      requireKey(this, target, 'gdpr');
+      const reference = randomReference('conformance-gdpr-');
+      const verification = await realCreator(reference);
+      const response = await target.api.get(exportPath({ obligor_id: reference }), { key: 'gdpr' });
+      assert.equal(response.status, 200, response.text);
+      assert.match(response.headers.get('content-disposition') ?? '', /^attachment; filename="[^"]+\.json"$/);
+      const document = response.json as { export_format: string; report: AccessReport };
+      assert.equal(document.export_format, 'creator-income-export/1');
+      assert.deepEqual(
+        document.report.verifications.map((v) => v.verification.verification_id),
+        [verification.verification_id],
+      );
+    });
+
+    it('a completed sandbox verification: its tape and its event are in the report', async function () {
+      requireKey(this, target, 'gdpr');
+      requireSandbox(this, target);
+      const reference = randomReference('test-complete-gdpr-');
+      const verification = await realCreator(reference);
+      let report: AccessReport | undefined;
+      for (let waited = 0; waited < 30_000; waited += 250) {
+        const response = await target.api.get(accessPath({ obligor_id: reference }), { key: 'gdpr' });
+        report = response.json as AccessReport;
+        if (report.verifications[0]?.verification.status === 'completed') break;
+        await sleep(250);
+      }
+      const record = report!.verifications[0]!;
+      assert.equal(record.verification.status, 'completed', 'the test-complete- verification completed');
+      assert.equal(record.consent_session.state, 'closed');
+      assert.deepEqual(
+        record.tapes.map((t) => t.verification_id),
+        [verification.verification_id],
+      );
+      assert.ok(record.webhook_events.some((e) => e.event === 'verification.completed' && e.payload.verification_id === verification.verification_id));
+    });
+
+    it('erase: a receipt with counts and no personal data; the creator is gone, and a second erase is 404', async function () {
+      requireKey(this, target, 'gdpr');
+      const reference = randomReference('conformance-gdpr-');
+      const verification = await realCreator(reference);
+      const response = await target.api.post('/api/v1/gdpr/erase', { key: 'gdpr', json: { obligor_id: reference } });
+      assert.equal(response.status, 200, response.text);
+      const receipt = response.json as Receipt;
+      assert.match(receipt.receipt_id, /^ers_/);
+      assert.deepEqual(receipt.identifiers, ['obligor_id']);
+      assert.equal(receipt.counts.verifications, 1);
+      assert.equal(receipt.counts.platform_connections, 2);
+      assert.ok(!response.text.includes(reference), 'the receipt does not name the creator');
+      assert.ok(!response.text.includes(verification.verification_id), 'the receipt does not name the verification');
+      assertError(await target.api.get(`/api/v1/verifications/${verification.verification_id}`, { key: 'lender' }), 404, 'not_found');
+      assertError(await target.api.get(accessPath({ obligor_id: reference }), { key: 'gdpr' }), 404, 'not_found');
+      assertError(await target.api.post('/api/v1/gdpr/erase', { key: 'gdpr', json: { obligor_id: reference } }), 404, 'not_found');
+    });
+
+    it('two erasures of one creator at the same time: one receipt and one 404', async function () {
+      requireKey(this, target, 'gdpr');
+      const reference = randomReference('conformance-gdpr-');
+      await realCreator(reference);
+      const answers = await Promise.all([0, 1].map(() => target.api.post('/api/v1/gdpr/erase', { key: 'gdpr', json: { obligor_id: reference } })));
+      assert.deepEqual(answers.map((a) => a.status).sort(), [200, 404], answers.map((a) => a.text).join('\n'));
+    });
+  });
+});

@@ -14,6 +14,7 @@ import { providerEnv } from './simulators/provider-env.ts';
 import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
 import { pressOnProviderPage } from './support/provider-page.ts';
 import { testDatabases, type TestDatabase } from './support/test-databases.ts';
+import { makeTestCertificates, TestReceiver, type TestCertificates } from './support/test-receiver.ts';
 
 const PUBLIC_BASE_URL = 'https://verify.lender.example';
 
@@ -254,5 +255,64 @@ for (const factory of testDatabases()) {
         service = await startService(config, createLogger({ level: 'silent' }));
       });
     }
+  });
+}
+
+for (const factory of testDatabases()) {
+  describe(`data protection: erasure during a webhook delivery on ${factory.name}`, function () {
+    this.timeout(60_000);
+    let testDb: TestDatabase;
+    let certificates: TestCertificates;
+    let receiver: TestReceiver;
+    let receiverUrl: string;
+    let service: Service;
+    let lenderKey: string;
+    let gdprKey: string;
+
+    before(async () => {
+      testDb = await factory.create();
+      certificates = makeTestCertificates();
+      receiver = new TestReceiver(certificates);
+      receiverUrl = await receiver.listen();
+      const config = loadConfig({ DATABASE_URL: testDb.url, VALIDATE_RESPONSES: '1', WEBHOOK_ALLOW_PRIVATE_TARGETS: '1' });
+      service = await startService(config, createLogger({ level: 'silent' }), { webhookCa: certificates.ca });
+      const ctx = adminContext(config, new AccountsRepository(service.db.knex));
+      const lender = await admin.createLender(ctx, { name: 'Harbour Credit' });
+      lenderKey = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+      gdprKey = (await admin.createKey(ctx, { lenderId: lender.id, role: 'gdpr_admin' })).apiKey;
+    });
+    after(async () => {
+      await service.close();
+      await receiver.close();
+      await testDb.drop();
+    });
+
+    it('erases a creator while a webhook delivery about them is in flight: the delivery leaves no trace and the sender carries on', async () => {
+      const path = `/in-flight-${randomUUID()}`;
+      const registered = await request(service.app)
+        .post('/api/v1/webhooks')
+        .auth(lenderKey, { type: 'bearer' })
+        .send({ url: `${receiverUrl}${path}`, events: ['verification.completed'] });
+      assert.equal(registered.status, 201, registered.text);
+      // The receiver takes its time over the delivery, so it is still being sent during the erasure.
+      receiver.answerWith(path, { status: 200, delayMs: 1000 });
+      // A synthetic creator completes at creation, with its event and so its delivery.
+      const created = await request(service.app)
+        .post('/api/v1/verifications')
+        .auth(lenderKey, { type: 'bearer' })
+        .set('Idempotency-Key', randomUUID())
+        .send({ obligor_reference: 'demo-yt-mid', creator_platforms: ['youtube'] });
+      assert.equal(created.status, 201, created.text);
+      const sending = service.deliveries.runDue();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(receiver.to(path).length, 1, 'the delivery is in flight');
+      const erased = await request(service.app).post('/api/v1/gdpr/erase').send({ obligor_id: 'demo-yt-mid' }).auth(gdprKey, { type: 'bearer' });
+      assert.equal(erased.status, 200, erased.text);
+      assert.equal(erased.body.counts.webhook_deliveries, 1);
+      // The sender finishes its pass without failing on the delivery that vanished under it.
+      assert.equal(await sending, 1);
+      assert.equal((await service.db.knex('webhook_deliveries')).length, 0);
+      assert.equal((await service.db.knex('webhook_delivery_attempts')).length, 0);
+    });
   });
 }

@@ -1,42 +1,22 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { makeTestCertificates, TestReceiver, type TestCertificates } from '../../test/support/test-receiver.ts';
-import { freePort } from '../../test/support/free-port.ts';
+import { startServerProcess } from '../../test/support/server-process.ts';
 import { runAdmin } from '../admin/run-admin.ts';
 
-const root = new URL('../..', import.meta.url).pathname;
-
-/** A real server process, as `npm start` runs it, trusting the test CA the way D16 says. */
-async function startServer(databaseUrl: string, certificates: TestCertificates): Promise<{ child: ChildProcess; base: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      DATABASE_URL: databaseUrl,
-      LOG_LEVEL: 'error',
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
-      WEBHOOK_RETRY_SCHEDULE: '0,1,2,3,4',
-      // Short, so deliveries claimed by a killed process are claimed again quickly.
-      WEBHOOK_TIMEOUT_MS: '2000',
-      NODE_EXTRA_CA_CERTS: certificates.caFile,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
+/** A real server process trusting the test CA the way D16 says. */
+function startServer(databaseUrl: string, certificates: TestCertificates) {
+  return startServerProcess({
+    DATABASE_URL: databaseUrl,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+    WEBHOOK_RETRY_SCHEDULE: '0,1,2,3,4',
+    // Short, so deliveries claimed by a killed process are claimed again quickly.
+    WEBHOOK_TIMEOUT_MS: '2000',
+    NODE_EXTRA_CA_CERTS: certificates.caFile,
   });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200; i++) {
-    if (child.exitCode !== null) throw new Error('server exited during start-up');
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) return { child, base };
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  throw new Error('server did not become ready');
 }
 
 async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {

@@ -69,12 +69,104 @@ export interface IncomeMetrics {
 
 const CURRENCY = /^[A-Z]{3}$/;
 
+/** A connected platform's usable figures: euro amounts of complete months, in input order. */
+interface ReportedFigures {
+  use: PlatformUse;
+  months: number[];
+  amountsEur: number[];
+  firstMonth: number;
+  lastMonth: number;
+}
+
+/** Section 2 "history": from the first reported month to the as-of month. */
+interface History {
+  firstMonth: number;
+  asOfMonth: number;
+  /** `n` in docs/scoring.md. */
+  monthsObserved: number;
+}
+
+/** Section 2 "window": the last `w` months of the history. */
+interface Window {
+  /** `w` in docs/scoring.md. */
+  length: number;
+  /** Position of the window's first month in the history. */
+  start: number;
+  /** `k` in docs/scoring.md: how many months the 3-month figures cover. */
+  recentMonths: number;
+}
+
+/** A platform's revenue per month of the window, oldest first. */
+interface PlatformWindow {
+  platform: Platform;
+  series: Float64Array;
+}
+
+/** A platform's unrounded sums: `P_p` in docs/scoring.md is `twelveMonth`. */
+interface PlatformSums {
+  platform: Platform;
+  threeMonth: number;
+  twelveMonth: number;
+}
+
 export function computeMetrics(input: readonly PlatformIncome[], now: Date): IncomeMetrics {
-  const lastComplete = monthOfDate(now) - 1;
+  // Section 2, Months and windows.
+  const lastCompleteMonth = monthOfDate(now) - 1;
+  const { platforms, reporting } = readConnections(input, lastCompleteMonth);
+  const history = historyOf(reporting, lastCompleteMonth);
+  const window = windowOf(history.monthsObserved);
+  const platformWindows = reporting.map((figures) => platformWindowOf(figures, history, window));
+  const monthlyTotals = monthlyTotalsOf(platformWindows, window); // T_i over the window
+
+  // Section 3, Metrics, in the order of its table.
+  const revenue3mTotal = cents(threeMonthSum(monthlyTotals, window));
+  const windowSum = twelveMonthSum(monthlyTotals, window);
+  const revenue12mTotal = cents(windowSum);
+  const windowMean = windowMeanOf(windowSum, window); // μ; A is its printed form
+  const monthlyAvg = cents(windowMean);
+  const recent3mAvg = recent3mAverage(revenue3mTotal, window); // A3
+  const platformSums = platformWindows.map((p) => platformSumsOf(p, window));
+  const shares = revenueShares(platformSums);
+  const perPlatform = perPlatformBreakdown(platformSums, shares, window);
+  const hhi = platformHhi(shares);
+  const cv = volatilityCv(monthlyTotals, windowMean, window);
+  const maxDrawdownPct = maxDrawdown(monthlyTotals, window);
+  const slope = trendSlope(monthlyTotals, windowMean, window);
+  const slopePct = trendPct(slope, monthlyAvg); // g
+  const trend3m = trend3mOf(monthlyTotals, history);
+  const incomeTrend = incomeTrendOf(slopePct, window);
+  const stabilityScore = incomeStabilityScore(history.monthsObserved, cv, maxDrawdownPct, hhi, slopePct); // S
+
+  return {
+    asOfMonth: history.asOfMonth,
+    lagMonths: lastCompleteMonth - history.asOfMonth,
+    monthsObserved: history.monthsObserved,
+    windowMonths: window.length,
+    revenue3mTotal,
+    revenue12mTotal,
+    monthlyAvg,
+    recent3mAvg,
+    perPlatform,
+    cv,
+    maxDrawdownPct,
+    hhi,
+    slope,
+    slopePct,
+    trend3m,
+    incomeTrend,
+    stabilityScore,
+    negativeMonths: negativeMonthsOf(monthlyTotals),
+    platforms,
+  };
+}
+
+/**
+ * One `PlatformUse` per requested platform (the first entry wins), and the usable figures of the
+ * connected ones that reported something.
+ */
+function readConnections(input: readonly PlatformIncome[], lastCompleteMonth: number): { platforms: PlatformUse[]; reporting: ReportedFigures[] } {
   const platforms: PlatformUse[] = [];
-  const records: { use: PlatformUse; idx: number[]; eur: number[] }[] = [];
-  let first = Infinity;
-  let last = -Infinity;
+  const reporting: ReportedFigures[] = [];
   for (const p of input) {
     if (platforms.some((u) => u.platform === p.platform)) continue;
     const use: PlatformUse = {
@@ -88,161 +180,204 @@ export function computeMetrics(input: readonly PlatformIncome[], now: Date): Inc
     platforms.push(use);
     // Data of a connection that is not live was not fetched under consent, so it is not used.
     if (p.status !== 'connected') continue;
-    const idx: number[] = [];
-    const eur: number[] = [];
-    let latest = -Infinity;
-    for (const r of p.months) {
-      const i = monthIndex(r.month);
-      if (i > lastComplete) continue; // the running month is incomplete and would read as a drop
-      if (i >= latest) {
-        latest = i;
-        use.sourceCurrency = CURRENCY.test(r.sourceCurrency) ? r.sourceCurrency : null;
-      }
-      const a = r.amountEur;
-      if (a === null || !Number.isFinite(a)) {
-        use.unconvertible++;
-        continue;
-      }
-      idx.push(i);
-      eur.push(a);
-      if (i < first) first = i;
-      if (i > last) last = i;
-    }
-    records.push({ use, idx, eur });
+    const figures = completeMonthFigures(use, p, lastCompleteMonth);
+    if (figures.months.length > 0) reporting.push(figures);
   }
+  return { platforms, reporting };
+}
 
-  // One series from the first reported month to the as-of month; a month a platform did not report
-  // counts as zero revenue for it (the conservative reading of a gap).
-  const n = last >= first ? last - first + 1 : 0;
-  const asOfMonth = n > 0 ? last : lastComplete;
-  const total = new Float64Array(n);
-  const w = Math.min(n, METRIC_RULES.windowMonths);
-  const start = n - w;
-  const k3 = Math.min(n, 3);
-  const used: { platform: Platform; sum3: number; sum12: number }[] = [];
-  for (const { use, idx, eur } of records) {
-    if (idx.length === 0) continue;
-    const series = new Float64Array(n);
-    const seen = new Uint8Array(n);
-    for (let j = 0; j < idx.length; j++) {
-      const at = idx[j]! - first;
-      series[at]! += eur[j]!;
-      if (seen[at] === 0) {
-        seen[at] = 1;
-        use.monthsReported++;
-      }
+/** Also records on `use` the figures left unconverted and the currency of the latest month. */
+function completeMonthFigures(use: PlatformUse, income: PlatformIncome, lastCompleteMonth: number): ReportedFigures {
+  const months: number[] = [];
+  const amountsEur: number[] = [];
+  let firstMonth = Infinity;
+  let lastMonth = -Infinity;
+  let latest = -Infinity;
+  for (const r of income.months) {
+    const month = monthIndex(r.month);
+    if (month > lastCompleteMonth) continue; // the running month is incomplete and would read as a drop
+    // `>=` so that, of several records of the latest month, the one listed last names the currency.
+    if (month >= latest) {
+      latest = month;
+      use.sourceCurrency = CURRENCY.test(r.sourceCurrency) ? r.sourceCurrency : null;
     }
-    let sum3 = 0;
-    let sum12 = 0;
-    for (let i = start; i < n; i++) {
-      total[i]! += series[i]!;
-      sum12 += series[i]!;
-      if (i >= n - k3) sum3 += series[i]!;
+    const amountEur = r.amountEur;
+    if (amountEur === null || !Number.isFinite(amountEur)) {
+      use.unconvertible++;
+      continue;
     }
-    used.push({ platform: use.platform, sum3, sum12 });
+    months.push(month);
+    amountsEur.push(amountEur);
+    if (month < firstMonth) firstMonth = month;
+    if (month > lastMonth) lastMonth = month;
   }
+  return { use, months, amountsEur, firstMonth, lastMonth };
+}
 
-  let sum12 = 0;
-  let sum3 = 0;
+/** Without any reported month the history is empty and the as-of month falls back to the last complete one. */
+function historyOf(reporting: readonly ReportedFigures[], lastCompleteMonth: number): History {
+  let firstMonth = Infinity;
+  let lastMonth = -Infinity;
+  for (const figures of reporting) {
+    firstMonth = Math.min(firstMonth, figures.firstMonth);
+    lastMonth = Math.max(lastMonth, figures.lastMonth);
+  }
+  const monthsObserved = lastMonth >= firstMonth ? lastMonth - firstMonth + 1 : 0;
+  return { firstMonth, asOfMonth: monthsObserved > 0 ? lastMonth : lastCompleteMonth, monthsObserved };
+}
+
+function windowOf(monthsObserved: number): Window {
+  const length = Math.min(monthsObserved, METRIC_RULES.windowMonths);
+  return { length, start: monthsObserved - length, recentMonths: Math.min(monthsObserved, 3) };
+}
+
+/**
+ * Reported months are counted over the whole history, not only the window, for `monthsReported`. A
+ * month the platform did not report stays zero: the conservative reading of a gap.
+ */
+function platformWindowOf(figures: ReportedFigures, history: History, window: Window): PlatformWindow {
+  const series = new Float64Array(window.length);
+  const reported = new Uint8Array(history.monthsObserved);
+  for (let j = 0; j < figures.months.length; j++) {
+    const at = figures.months[j]! - history.firstMonth;
+    if (at >= window.start) series[at - window.start]! += figures.amountsEur[j]!;
+    if (reported[at] === 0) {
+      reported[at] = 1;
+      figures.use.monthsReported++;
+    }
+  }
+  return { platform: figures.use.platform, series };
+}
+
+/** `T_i` over the window; platforms are added in input order, which fixes the float rounding. */
+function monthlyTotalsOf(platformWindows: readonly PlatformWindow[], window: Window): Float64Array {
+  const totals = new Float64Array(window.length);
+  for (const { series } of platformWindows) {
+    for (let i = 0; i < window.length; i++) totals[i]! += series[i]!;
+  }
+  return totals;
+}
+
+// The 3- and 12-month sums are unrounded and each added oldest month first: the order fixes the float rounding.
+function threeMonthSum(windowSeries: Float64Array, window: Window): number {
+  let sum = 0;
+  for (let i = window.length - window.recentMonths; i < window.length; i++) sum += windowSeries[i]!;
+  return sum;
+}
+
+function twelveMonthSum(windowSeries: Float64Array, window: Window): number {
+  let sum = 0;
+  for (let i = 0; i < window.length; i++) sum += windowSeries[i]!;
+  return sum;
+}
+
+/** μ in docs/scoring.md: volatility and trend need it unrounded. */
+const windowMeanOf = (windowSum: number, window: Window): number => (window.length > 0 ? windowSum / window.length : 0);
+
+/** A3 divides the printed 3-month total, so a credit team recomputing it by hand gets the same cents. */
+const recent3mAverage = (revenue3mTotal: number, window: Window): number => (window.recentMonths > 0 ? cents(revenue3mTotal / window.recentMonths) : 0);
+
+const platformSumsOf = ({ platform, series }: PlatformWindow, window: Window): PlatformSums => ({
+  platform,
+  threeMonth: threeMonthSum(series, window),
+  twelveMonth: twelveMonthSum(series, window),
+});
+
+/**
+ * `s_p`, unrounded, in platform order; null when no platform has a positive 12-month sum. Shares use
+ * the positive part of each sum: a platform whose refunds exceed its sales contributes nothing rather
+ * than a negative share.
+ */
+function revenueShares(platformSums: readonly PlatformSums[]): number[] | null {
+  let positiveTotal = 0;
+  for (const p of platformSums) positiveTotal += Math.max(0, p.twelveMonth);
+  // Negated so that a NaN total (sums overflowing to opposite infinities) also means no positive revenue.
+  if (!(positiveTotal > 0)) return null;
+  const shares: number[] = [];
+  for (const p of platformSums) shares.push(Math.max(0, p.twelveMonth) / positiveTotal);
+  return shares;
+}
+
+function perPlatformBreakdown(platformSums: readonly PlatformSums[], shares: readonly number[] | null, window: Window): PlatformBreakdown[] {
+  return platformSums.map((p, i): PlatformBreakdown => ({
+    platform: p.platform,
+    revenue_3m_total_eur: cents(p.threeMonth),
+    revenue_12m_total_eur: cents(p.twelveMonth),
+    monthly_revenue_avg_eur: cents(p.twelveMonth / window.length),
+    share_of_revenue: ratio(shares === null ? 0 : shares[i]!),
+  }));
+}
+
+/** From the unrounded shares; recomputing from the printed ones agrees only to within 0.0001. */
+function platformHhi(shares: readonly number[] | null): number | null {
+  if (shares === null) return null;
+  let sumOfSquares = 0;
+  for (const share of shares) sumOfSquares += share * share;
+  return ratio(sumOfSquares);
+}
+
+/** The population standard deviation (divided by `w`, not `w − 1`), as docs/scoring.md specifies. */
+function volatilityCv(monthlyTotals: Float64Array, windowMean: number, window: Window): number | null {
+  // Negated so that a NaN mean (sums overflowing to opposite infinities) also leaves CV undefined.
+  if (!(window.length >= METRIC_RULES.cvMinMonths && windowMean > 0)) return null;
+  let sumOfSquares = 0;
+  for (let i = 0; i < window.length; i++) sumOfSquares += (monthlyTotals[i]! - windowMean) ** 2;
+  return ratio(Math.sqrt(sumOfSquares / window.length) / windowMean);
+}
+
+/** A month below zero falls to zero, not beyond, so the result stays within [0, 100]. */
+function maxDrawdown(monthlyTotals: Float64Array, window: Window): number | null {
+  if (window.length < METRIC_RULES.drawdownMinMonths) return null;
+  let peak = 0;
+  let largestFall = 0;
+  for (let i = 0; i < window.length; i++) {
+    const month = monthlyTotals[i]!;
+    if (month > peak) peak = month;
+    else if (peak > 0) largestFall = Math.max(largestFall, (peak - Math.max(0, month)) / peak);
+  }
+  return peak > 0 ? cents(largestFall * 100) : null;
+}
+
+function trendSlope(monthlyTotals: Float64Array, windowMean: number, window: Window): number | null {
+  if (window.length < METRIC_RULES.slopeMinMonths) return null;
+  const monthMean = (window.length - 1) / 2; // x̄
+  let sxy = 0;
+  let sxx = 0;
+  for (let i = 0; i < window.length; i++) {
+    sxy += (i - monthMean) * (monthlyTotals[i]! - windowMean);
+    sxx += (i - monthMean) ** 2;
+  }
+  return cents(sxy / sxx);
+}
+
+/** `g` in docs/scoring.md, from the printed slope and average so that decisions match the tape. */
+const trendPct = (slope: number | null, monthlyAvg: number): number | null => (slope !== null && monthlyAvg > 0 ? cents((slope / monthlyAvg) * 100) : null);
+
+/** Gated on `n` as docs/scoring.md states; 6 months of history put all six in the window, which is never shorter. */
+function trend3mOf(monthlyTotals: Float64Array, history: History): Trend {
+  if (history.monthsObserved < METRIC_RULES.trend3mMinMonths) return 'insufficient_data';
+  const end = monthlyTotals.length;
+  // Keep the newest-first order of these additions: another order can move the last bit, and the label with it.
+  const last3 = (monthlyTotals[end - 1]! + monthlyTotals[end - 2]! + monthlyTotals[end - 3]!) / 3; // L
+  const before3 = (monthlyTotals[end - 4]! + monthlyTotals[end - 5]! + monthlyTotals[end - 6]!) / 3; // B
+  const change = before3 !== 0 ? ratio((last3 - before3) / Math.abs(before3)) : Math.sign(last3);
+  return label(change, METRIC_RULES.trend3mChange);
+}
+
+const incomeTrendOf = (slopePct: number | null, window: Window): Trend =>
+  window.length >= METRIC_RULES.incomeTrendMinMonths && slopePct !== null ? label(slopePct, METRIC_RULES.incomeTrendPctPerMonth) : 'insufficient_data';
+
+/** Counted over the window only: NEGATIVE_REVENUE_MONTH speaks of window months. */
+function negativeMonthsOf(monthlyTotals: Float64Array): number {
   let negativeMonths = 0;
-  for (let i = start; i < n; i++) {
-    sum12 += total[i]!;
-    if (i >= n - k3) sum3 += total[i]!;
-    if (total[i]! < 0) negativeMonths++;
-  }
-  const revenue12mTotal = cents(sum12);
-  const revenue3mTotal = cents(sum3);
-  const mean = w > 0 ? sum12 / w : 0;
-  const monthlyAvg = cents(mean);
-  const recent3mAvg = k3 > 0 ? cents(revenue3mTotal / k3) : 0;
-
-  // Shares use the positive part of each platform's 12-month total: a platform whose refunds exceed
-  // its sales contributes nothing rather than a negative share.
-  let positive = 0;
-  for (const u of used) positive += Math.max(0, u.sum12);
-  let hhiSum = 0;
-  const perPlatform = used.map((u): PlatformBreakdown => {
-    const share = positive > 0 ? Math.max(0, u.sum12) / positive : 0;
-    hhiSum += share * share;
-    return {
-      platform: u.platform,
-      revenue_3m_total_eur: cents(u.sum3),
-      revenue_12m_total_eur: cents(u.sum12),
-      monthly_revenue_avg_eur: cents(u.sum12 / w),
-      share_of_revenue: ratio(share),
-    };
-  });
-  const hhi = positive > 0 ? ratio(hhiSum) : null;
-
-  let cv: number | null = null;
-  if (w >= METRIC_RULES.cvMinMonths && mean > 0) {
-    let ss = 0;
-    for (let i = start; i < n; i++) ss += (total[i]! - mean) ** 2;
-    cv = ratio(Math.sqrt(ss / w) / mean);
-  }
-
-  let maxDrawdownPct: number | null = null;
-  if (w >= METRIC_RULES.drawdownMinMonths) {
-    let peak = 0;
-    let worst = 0;
-    for (let i = start; i < n; i++) {
-      const x = total[i]!;
-      if (x > peak) peak = x;
-      else if (peak > 0) worst = Math.max(worst, (peak - Math.max(0, x)) / peak);
-    }
-    if (peak > 0) maxDrawdownPct = cents(worst * 100);
-  }
-
-  let slope: number | null = null;
-  if (w >= METRIC_RULES.slopeMinMonths) {
-    const xMean = (w - 1) / 2;
-    let sxy = 0;
-    let sxx = 0;
-    for (let i = 0; i < w; i++) {
-      sxy += (i - xMean) * (total[start + i]! - mean);
-      sxx += (i - xMean) ** 2;
-    }
-    slope = cents(sxy / sxx);
-  }
-  const slopePct = slope !== null && monthlyAvg > 0 ? cents((slope / monthlyAvg) * 100) : null;
-
-  let trend3m: Trend = 'insufficient_data';
-  if (n >= METRIC_RULES.trend3mMinMonths) {
-    const recent = (total[n - 1]! + total[n - 2]! + total[n - 3]!) / 3;
-    const before = (total[n - 4]! + total[n - 5]! + total[n - 6]!) / 3;
-    const change = before !== 0 ? ratio((recent - before) / Math.abs(before)) : Math.sign(recent);
-    trend3m = label(change, METRIC_RULES.trend3mChange);
-  }
-  const incomeTrend: Trend =
-    w >= METRIC_RULES.incomeTrendMinMonths && slopePct !== null ? label(slopePct, METRIC_RULES.incomeTrendPctPerMonth) : 'insufficient_data';
-
-  return {
-    asOfMonth,
-    lagMonths: lastComplete - asOfMonth,
-    monthsObserved: n,
-    windowMonths: w,
-    revenue3mTotal,
-    revenue12mTotal,
-    monthlyAvg,
-    recent3mAvg,
-    perPlatform,
-    cv,
-    maxDrawdownPct,
-    hhi,
-    slope,
-    slopePct,
-    trend3m,
-    incomeTrend,
-    stabilityScore: stabilityScore(n, cv, maxDrawdownPct, hhi, slopePct),
-    negativeMonths,
-    platforms,
-  };
+  for (let i = 0; i < monthlyTotals.length; i++) if (monthlyTotals[i]! < 0) negativeMonths++;
+  return negativeMonths;
 }
 
 const label = (x: number, threshold: number): Trend => (x >= threshold ? 'growing' : x <= -threshold ? 'declining' : 'stable');
 
 /** Weighted sum of five components in [0, 1]; a component whose metric is missing scores 0. */
-function stabilityScore(months: number, cv: number | null, drawdownPct: number | null, hhi: number | null, slopePct: number | null): number {
+function incomeStabilityScore(months: number, cv: number | null, drawdownPct: number | null, hhi: number | null, slopePct: number | null): number {
   const s = METRIC_RULES.stability;
   const volatility = cv === null ? 0 : clamp(1 - cv / s.cvAtZero, 0, 1);
   const drawdown = drawdownPct === null ? 0 : 1 - drawdownPct / 100;

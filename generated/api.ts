@@ -84,8 +84,10 @@ export interface paths {
          * @description Attaches a third-party data block (Sharia screening, credit bureau, KYB, AML) to the tape of a
          *     completed verification (schema 1.2.0 and later show it in `overlay_blocks`). A
          *     `sharia_screening` overlay fills `islamic_compliance` for `murabaha` and `hpp` products. The
-         *     tape changes, so a `tape.updated` event follows. A verification that is not `completed` is
-         *     `422 unprocessable`.
+         *     tape changes: it is scored again with the overlay (as of its original computation, so the
+         *     income figures stay the same; P21) and a `tape.updated` event follows. A verification that is
+         *     not `completed` is `422 unprocessable`, as is a 51st overlay on one tape; a `data` payload
+         *     over 64 KiB is `400 validation_error`.
          */
         post: operations["createOverlay"];
         delete?: never;
@@ -1129,6 +1131,14 @@ export interface components {
          */
         IdempotencyKey: string;
         /**
+         * @description Optional: a UUID version 4 chosen by the client, scoped to the lender account and kept 24
+         *     hours, with the semantics of verification creation (D1): the same key and body answer the
+         *     original response again (`Idempotent-Replayed: true`), the same key with another body is
+         *     `409 duplicate_request`. Not a UUID v4 is `400 validation_error`.
+         * @example 0d6a3e0c-5b7f-4c2a-9e1d-7f3b2a1c4d5e
+         */
+        OptionalIdempotencyKey: string;
+        /**
          * @description The verification's id (`vrf_...`). An id that is unknown or belongs to another lender is `404`.
          * @example vrf_7Hq2xK9mPz4LwN3c
          */
@@ -1295,7 +1305,16 @@ export interface operations {
     createOverlay: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional: a UUID version 4 chosen by the client, scoped to the lender account and kept 24
+                 *     hours, with the semantics of verification creation (D1): the same key and body answer the
+                 *     original response again (`Idempotent-Replayed: true`), the same key with another body is
+                 *     `409 duplicate_request`. Not a UUID v4 is `400 validation_error`.
+                 * @example 0d6a3e0c-5b7f-4c2a-9e1d-7f3b2a1c4d5e
+                 */
+                "Idempotency-Key"?: components["parameters"]["OptionalIdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The verification's id (`vrf_...`). An id that is unknown or belongs to another lender is `404`.
@@ -1311,12 +1330,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The overlay was attached. */
+            /** @description The overlay was attached, or an idempotent replay of its attachment. */
             201: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1327,6 +1347,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["DuplicateRequest"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

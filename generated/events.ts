@@ -34,6 +34,10 @@ export interface TapeUpdatedEvent {
    */
   schema_version: '1.0.0' | '1.1.0' | '1.2.0' | '2.0.0';
   /**
+   * Why the tape changed: `overlay_attached` (POST /api/v1/verifications/{verification_id}/overlays). New reasons may be added: receivers must tolerate values not listed here.
+   */
+  reason: string;
+  /**
    * When the event happened (the state change or tape change), as an RFC 3339 / ISO 8601 timestamp in UTC (`Z` suffix). Not the delivery time: it stays the same across retries.
    */
   occurred_at: string;

@@ -1,6 +1,7 @@
 import type { OperationId } from './platform/http/api-document.ts';
 import type { OperationHandler } from './platform/http/operation-handler.ts';
 import { getHealth, getReadiness } from './platform/http/probes/probes.ts';
+import { createOverlay } from './verifications/http/createOverlay.ts';
 import { createVerification } from './verifications/http/createVerification.ts';
 import { getVerification } from './verifications/http/getVerification.ts';
 import { getVerificationTape } from './verifications/http/getVerificationTape.ts';
@@ -17,7 +18,6 @@ import * as webhookHandlers from './webhooks/http/handlers.ts';
  * an operation is neither handled nor listed here, or is both; `npm run check:operations` prints them.
  */
 export const PENDING_OPERATIONS = {
-  createOverlay: 'overlays',
   getBenchmark: 'benchmarks',
 } as const satisfies Partial<Record<OperationId, string>>;
 
@@ -40,6 +40,7 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     createVerification: createVerification(deps.lifecycle),
     getVerification: getVerification(deps.lifecycle),
     getVerificationTape: getVerificationTape(deps.lifecycle),
+    createOverlay: createOverlay(deps.lifecycle),
     createWebhook: webhookHandlers.createWebhook(deps.webhooks),
     listWebhooks: webhookHandlers.listWebhooks(deps.webhooks),
     deleteWebhook: webhookHandlers.deleteWebhook(deps.webhooks),

@@ -90,8 +90,7 @@ async function report(deps: DataSubjectDeps, principal: Principal, subject: Data
         source_amount: r.sourceAmount,
       })),
       tapes: held.tapes,
-      // Overlays arrive with the overlays feature; none can exist before it.
-      overlays: [],
+      overlays: held.overlays.map((overlay) => ({ ...overlay, verification_id: verification.id })),
       webhook_events: held.events.map((e) => ({
         event_id: e.id,
         event: e.name as Schemas['EventName'],

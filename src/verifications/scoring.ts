@@ -1,4 +1,4 @@
-import type { RiskTape200 } from '../../generated/tape.ts';
+import type { OverlayBlock, RiskTape200 } from '../../generated/tape.ts';
 import type { Jurisdiction } from '../platform/principal.ts';
 import { computeTape, type PlatformIncome } from '../tape/index.ts';
 import type { VerificationRecord } from './verifications-repository.ts';
@@ -9,12 +9,24 @@ export interface ScoringProfile {
   policies: Record<string, Record<string, unknown>>;
 }
 
+/** A tape with the income it was scored from, kept so that it can be scored again (an overlay attached). */
+export interface ScoredTape {
+  tape: RiskTape200;
+  platforms: PlatformIncome[];
+}
+
 /**
  * The one place a verification's Risk Tape is computed: its income per requested platform, scored
- * under its product type and the lender's profile, as of `now`.
+ * under its product type and the lender's profile, as of `now`, with the overlays attached so far.
  */
-export function scoreVerification(verification: VerificationRecord, platforms: PlatformIncome[], profile: ScoringProfile, now: Date): RiskTape200 {
-  return computeTape(
+export function scoreVerification(
+  verification: VerificationRecord,
+  platforms: PlatformIncome[],
+  profile: ScoringProfile,
+  now: Date,
+  overlays: readonly OverlayBlock[] = [],
+): ScoredTape {
+  const tape = computeTape(
     {
       verificationId: verification.id,
       obligorReference: verification.obligorReference,
@@ -23,7 +35,9 @@ export function scoreVerification(verification: VerificationRecord, platforms: P
       jurisdiction: profile.jurisdiction,
       policyOverrides: profile.policies[verification.productType],
       declaredMonthlyObligationsEur: verification.declaredMonthlyObligationsEur,
+      overlays,
     },
     { now },
   );
+  return { tape, platforms };
 }

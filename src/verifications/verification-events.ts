@@ -28,3 +28,26 @@ export function transitionEvent(
       return { event: name, event_id: eventId, ...ids, reason, occurred_at: occurredAt, data: { ...ids, status: 'failed', reason } };
   }
 }
+
+/** Why a completed verification's tape changed (tape.updated's `reason`). */
+export type TapeChange = 'overlay_attached';
+
+/** The body of `tape.updated`: the verification stays `completed`, its tape changed. */
+export function tapeUpdatedEvent(
+  eventId: string,
+  subject: EventSubject,
+  schemaVersion: EventBody<'tape.updated'>['schema_version'],
+  reason: TapeChange,
+  occurredAt: string,
+): EventBody<'tape.updated'> {
+  const ids = { verification_id: subject.verificationId, obligor_reference: subject.obligorReference };
+  return {
+    event: 'tape.updated',
+    event_id: eventId,
+    ...ids,
+    schema_version: schemaVersion,
+    reason,
+    occurred_at: occurredAt,
+    data: { ...ids, status: 'completed', schema_version: schemaVersion },
+  };
+}

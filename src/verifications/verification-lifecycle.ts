@@ -1,4 +1,4 @@
-import type { operations } from '../../generated/api.ts';
+import type { components, operations } from '../../generated/api.ts';
 import type { RiskTape200 } from '../../generated/tape.ts';
 import type { Config } from '../platform/config.ts';
 import { sha256Hex } from '../platform/crypto.ts';
@@ -10,9 +10,9 @@ import type { Principal } from '../platform/principal.ts';
 import { isSyntheticCreator, type PlatformIncome } from '../tape/index.ts';
 import type { LifecycleJobPayloads } from './lifecycle-jobs.ts';
 import { sandboxIncome, sandboxSteps, stepDelayMs } from './sandbox.ts';
-import { scoreVerification, type ScoringProfile } from './scoring.ts';
+import { scoreVerification, type ScoredTape, type ScoringProfile } from './scoring.ts';
 import { findTransition, IllegalTransition, type FailureReason, type Transition, type VerificationStatus } from './state-machine.ts';
-import { transitionEvent } from './verification-events.ts';
+import { tapeUpdatedEvent, transitionEvent } from './verification-events.ts';
 import type { VerificationRecord, VerificationResource, VerificationsRepository, VerificationStore } from './verifications-repository.ts';
 
 export type { ScoringProfile } from './scoring.ts';
@@ -21,6 +21,13 @@ export const CONSENT_SESSION_MS = 7 * 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
 export type CreateVerificationRequest = operations['createVerification']['requestBody']['content']['application/json'];
+export type CreateOverlayRequest = operations['createOverlay']['requestBody']['content']['application/json'];
+export type OverlayResource = components['schemas']['Overlay'];
+
+/** At most this many overlays on one tape (P21): more suggests a client attaching in a loop. */
+export const MAX_OVERLAYS_PER_TAPE = 50;
+/** A provider's payload beyond this is refused (the overlays' 64 KiB limit). */
+export const MAX_OVERLAY_DATA_BYTES = 64 * 1024;
 export type Platform = VerificationRecord['creatorPlatforms'][number];
 
 /** What collecting a consented verification's income gave: income per requested platform, or the failure. */
@@ -70,7 +77,7 @@ interface LockedVerification {
   record: VerificationRecord;
   store: VerificationStore;
   /** One row of the state table, with its transition record, tape and event. */
-  move: (trigger: Transition['trigger'], change?: { reason?: FailureReason; tape?: RiskTape200; at?: Date }) => Promise<void>;
+  move: (trigger: Transition['trigger'], change?: { reason?: FailureReason; tape?: ScoredTape; at?: Date }) => Promise<void>;
 }
 
 /**
@@ -112,6 +119,7 @@ export class VerificationLifecycle {
     return {
       resource: await verifications.resourceOf(verification),
       tapes: await verifications.tapesOf(verification.id),
+      overlays: await verifications.overlaysOf(verification.id),
       income: await verifications.incomeOf(verification.id),
       events: await verifications.eventsOf(verification.id),
     };
@@ -171,6 +179,104 @@ export class VerificationLifecycle {
       const resource = await this.insertNew(store, principal, request, profile, now);
       await store.storeIdempotentResponse(principal.lender.id, key, 201, resource, resource.verification_id);
       return { body: resource, replayed: false };
+    });
+  }
+
+  /**
+   * POST /verifications/{id}/overlays (4.9, D20): attaches a third-party block to a completed
+   * verification's tape, scores the tape again with every overlay so far (from the same income, as
+   * of its original computation: P21), and announces it with `tape.updated`, all in one unit of
+   * work. An optional Idempotency-Key behaves as for creation (D1).
+   */
+  async attachOverlay(
+    principal: Principal,
+    verificationId: string,
+    request: CreateOverlayRequest,
+    idempotencyKey: string | undefined,
+  ): Promise<{ body: OverlayResource; replayed: boolean }> {
+    const data = request.data ?? {};
+    if (Buffer.byteLength(JSON.stringify(data)) > MAX_OVERLAY_DATA_BYTES) {
+      throw new DomainError('invalid', `the provider payload is larger than ${MAX_OVERLAY_DATA_BYTES / 1024} KiB`, 'body.data');
+    }
+    const lenderId = principal.lender.id;
+    const profile = await this.deps.scoringProfileOf(lenderId);
+    const now = this.deps.now();
+    const fingerprint = requestFingerprint({ operation: 'createOverlay', verification_id: verificationId, body: request });
+    const key = idempotencyKey?.toLowerCase();
+    return this.deps.verifications.transaction(async (store) => {
+      if (key) {
+        const previous = await store.claimIdempotencyKey(
+          lenderId,
+          key,
+          fingerprint,
+          now.toISOString(),
+          new Date(now.getTime() + IDEMPOTENCY_KEY_LIFETIME_MS).toISOString(),
+        );
+        if (previous) {
+          if (previous.requestFingerprint !== fingerprint) {
+            throw new DomainError('conflict', `Idempotency-Key ${idempotencyKey} was already used with a different request.`);
+          }
+          // Stored below from an OverlayResource.
+          return { body: previous.responseBody as OverlayResource, replayed: true };
+        }
+      }
+      const [record] = await store.lockOwned(lenderId, [verificationId]);
+      if (!record) throw new DomainError('not_found', `No verification ${verificationId}.`);
+      if (record.status !== 'completed') {
+        throw new DomainError('refused', `Verification ${verificationId} is ${record.status}; overlays attach to the tape of a completed verification.`);
+      }
+      const existing = await store.overlaysOf(record.id);
+      if (existing.length >= MAX_OVERLAYS_PER_TAPE) {
+        throw new DomainError('refused', `A tape carries at most ${MAX_OVERLAYS_PER_TAPE} overlays; verification ${verificationId} has ${existing.length}.`);
+      }
+      const overlay = {
+        overlay_id: newId('ovl'),
+        type: request.type,
+        provider: request.provider,
+        reference: request.reference ?? null,
+        status: request.status,
+        observed_at: request.observed_at,
+        data,
+        created_at: now.toISOString(),
+      };
+      await store.insertOverlay(record.id, overlay);
+      const stored = (await store.tapeForRescoring(record.id))!;
+      const scoredAt = new Date(stored.tape.tape_generated_at);
+      const platforms = stored.platforms ?? (await this.incomeScoredBefore(record, scoredAt));
+      const rescored = scoreVerification(record, platforms, profile, scoredAt, [...existing, overlay]);
+      await store.saveTape(record.id, rescored, stored.tape.tape_generated_at);
+      const eventId = newId('evt');
+      const subject = { verificationId: record.id, obligorReference: record.obligorReference };
+      await store.recordEvent({
+        id: eventId,
+        lenderId,
+        verificationId: record.id,
+        name: 'tape.updated',
+        body: tapeUpdatedEvent(eventId, subject, rescored.tape.schema_version, 'overlay_attached', now.toISOString()),
+        occurredAt: now.toISOString(),
+      });
+      const body: OverlayResource = { ...overlay, verification_id: record.id };
+      if (key) await store.storeIdempotentResponse(lenderId, key, 201, body, record.id);
+      return { body, replayed: false };
+    });
+  }
+
+  /**
+   * The income a tape stored before its scoring input was kept was scored from: the collected
+   * income in production, the (deterministic) synthetic income in the sandbox.
+   */
+  private async incomeScoredBefore(record: VerificationRecord, scoredAt: Date): Promise<PlatformIncome[]> {
+    if (this.deps.config.mode === 'sandbox') return sandboxIncome(record, scoredAt, await this.deps.verifications.connectedPlatforms(record.id));
+    const income = await this.deps.verifications.incomeOf(record.id);
+    return record.creatorPlatforms.map((platform) => {
+      const months = income.filter((r) => r.platform === platform);
+      return months.length > 0
+        ? {
+            platform,
+            status: 'connected' as const,
+            months: months.map((m) => ({ month: m.month, sourceCurrency: m.sourceCurrency, sourceAmount: m.sourceAmount, amountEur: m.amountEur })),
+          }
+        : { platform, status: 'not_connected' as const, months: [] };
     });
   }
 
@@ -399,14 +505,14 @@ export async function moveVerification(
   store: VerificationStore,
   verification: Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference' | 'status'> | null,
   trigger: Transition['trigger'],
-  change: { at: Date; reason?: FailureReason; tape?: RiskTape200; subject?: Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference'> },
+  change: { at: Date; reason?: FailureReason; tape?: ScoredTape; subject?: Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference'> },
 ): Promise<Transition> {
   const transition = findTransition(verification?.status ?? null, trigger);
   if (!transition) throw new IllegalTransition(verification?.status ?? null, trigger);
   const subject = verification ?? change.subject!;
   const at = change.at.toISOString();
   if (change.tape) await store.saveTape(subject.id, change.tape, at);
-  await store.applyStatus(subject.id, transition, { at, reason: change.reason ?? null, tapeSchemaVersion: change.tape?.schema_version });
+  await store.applyStatus(subject.id, transition, { at, reason: change.reason ?? null, tapeSchemaVersion: change.tape?.tape.schema_version });
   if (transition.emits) {
     const eventId = newId('evt');
     await store.recordEvent({

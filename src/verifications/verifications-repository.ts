@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/api.ts';
-import type { RiskTape200 } from '../../generated/tape.ts';
+import type { OverlayBlock, RiskTape200 } from '../../generated/tape.ts';
+import type { PlatformIncome } from '../tape/index.ts';
+import type { ScoredTape } from './scoring.ts';
 import type { Dialect } from '../platform/db/database.ts';
 import { inUnitOfWork, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platform/events/outbox.ts';
@@ -67,6 +69,35 @@ interface VerificationRow {
   updated_at: string;
   completed_at: string | null;
   tape_schema_version: string | null;
+}
+
+interface OverlayRow {
+  id: string;
+  verification_id: string;
+  type: OverlayBlock['type'];
+  provider: string;
+  reference: string | null;
+  status: string;
+  observed_at: string;
+  data: string;
+  created_at: string;
+}
+
+/** A verification's overlays, oldest first, as the tape shows them. */
+async function overlaysIn(knex: Knex, verificationId: string): Promise<OverlayBlock[]> {
+  const rows = await knex<OverlayRow>('overlays')
+    .where({ verification_id: verificationId })
+    .orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  return rows.map((r) => ({
+    overlay_id: r.id,
+    type: r.type,
+    provider: r.provider,
+    reference: r.reference,
+    status: r.status,
+    observed_at: r.observed_at,
+    data: JSON.parse(r.data) as Record<string, unknown>,
+    created_at: r.created_at,
+  }));
 }
 
 /** `raw` answers rows on SQLite and `{rows}` on PostgreSQL. */
@@ -184,7 +215,16 @@ export class VerificationStore {
    */
   async erase(
     ids: string[],
-  ): Promise<{ verifications: number; tapes: number; income_records: number; webhook_events: number; idempotency_records: number; pending_jobs: number }> {
+  ): Promise<{
+    verifications: number;
+    tapes: number;
+    overlays: number;
+    income_records: number;
+    webhook_events: number;
+    idempotency_records: number;
+    pending_jobs: number;
+  }> {
+    const overlays = await this.trx('overlays').whereIn('verification_id', ids).delete();
     const tapes = await this.trx('tapes').whereIn('verification_id', ids).delete();
     const income = await this.trx('income_records').whereIn('verification_id', ids).delete();
     const events = await this.trx('events').whereIn('verification_id', ids).delete();
@@ -192,7 +232,7 @@ export class VerificationStore {
     const idempotency = await this.trx('idempotency_keys').whereIn('verification_id', ids).delete();
     const jobs = await this.jobs.cancelForSubjects(this.trx, ids);
     const verifications = await this.trx('verifications').whereIn('id', ids).delete();
-    return { verifications, tapes, income_records: income, webhook_events: events, idempotency_records: idempotency, pending_jobs: jobs };
+    return { verifications, tapes, overlays, income_records: income, webhook_events: events, idempotency_records: idempotency, pending_jobs: jobs };
   }
 
   /** Reads the verification and, on PostgreSQL, locks its row until the transaction ends. */
@@ -266,11 +306,43 @@ export class VerificationStore {
     await this.outbox.publish(recorded, this.unit);
   }
 
-  async saveTape(verificationId: string, tape: RiskTape200, generatedAt: string): Promise<void> {
+  async saveTape(verificationId: string, scored: ScoredTape, generatedAt: string): Promise<void> {
     await this.trx('tapes')
-      .insert({ verification_id: verificationId, tape: JSON.stringify(tape), generated_at: generatedAt })
+      .insert({
+        verification_id: verificationId,
+        tape: JSON.stringify(scored.tape),
+        generated_at: generatedAt,
+        scoring_input: JSON.stringify(scored.platforms),
+      })
       .onConflict('verification_id')
-      .merge(['tape', 'generated_at']);
+      .merge(['tape', 'generated_at', 'scoring_input']);
+  }
+
+  /** The stored tape with what scoring it again needs: when it was computed, and from which income (null for tapes stored before it was kept). */
+  async tapeForRescoring(verificationId: string): Promise<{ tape: RiskTape200; platforms: PlatformIncome[] | null } | null> {
+    const row = await this.trx<{ verification_id: string; tape: string; scoring_input: string | null }>('tapes')
+      .where({ verification_id: verificationId })
+      .first();
+    if (!row) return null;
+    return { tape: JSON.parse(row.tape) as RiskTape200, platforms: row.scoring_input ? (JSON.parse(row.scoring_input) as PlatformIncome[]) : null };
+  }
+
+  async insertOverlay(verificationId: string, overlay: OverlayBlock): Promise<void> {
+    await this.trx('overlays').insert({
+      id: overlay.overlay_id,
+      verification_id: verificationId,
+      type: overlay.type,
+      provider: overlay.provider,
+      reference: overlay.reference ?? null,
+      status: overlay.status,
+      observed_at: overlay.observed_at,
+      data: JSON.stringify(overlay.data),
+      created_at: overlay.created_at,
+    });
+  }
+
+  async overlaysOf(verificationId: string): Promise<OverlayBlock[]> {
+    return overlaysIn(this.trx, verificationId);
   }
 
   async saveIncome(
@@ -372,6 +444,10 @@ export class VerificationsRepository {
       .where({ verification_id: record.id })
       .select('platform', 'status');
     return toResource(record, new Map(connections.map((c) => [c.platform, c.status])));
+  }
+
+  async overlaysOf(verificationId: string): Promise<OverlayBlock[]> {
+    return overlaysIn(this.knex, verificationId);
   }
 
   async tapesOf(verificationId: string): Promise<RiskTape200[]> {

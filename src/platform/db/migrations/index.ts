@@ -7,6 +7,7 @@ import * as webhooks from './20261121_005_webhooks.ts';
 import * as platformOauth from './20261121_006_platform_oauth.ts';
 import * as webhookEvents from './20261123_007_webhook_events.ts';
 import * as dataProtection from './20261123_008_data_protection.ts';
+import * as overlays from './20261123_009_overlays.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -20,6 +21,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261121_006_platform_oauth', platformOauth],
   ['20261123_007_webhook_events', webhookEvents],
   ['20261123_008_data_protection', dataProtection],
+  ['20261123_009_overlays', overlays],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

@@ -213,9 +213,7 @@ export class VerificationStore {
    * tapes, income, stored idempotent answers, scheduled jobs. Other features erase theirs first in
    * the same unit of work.
    */
-  async erase(
-    ids: string[],
-  ): Promise<{
+  async erase(ids: string[]): Promise<{
     verifications: number;
     tapes: number;
     overlays: number;

@@ -590,10 +590,11 @@ export interface components {
             verification_id: components["schemas"]["VerificationId"];
             cohort: {
                 /**
-                 * @description `peers`: completed tapes of the same product type across all lenders; `reference`: the built-in synthetic population, used while there are fewer than 30 peers.
+                 * @description `peers`: completed tapes of the same product type across all lenders; `reference`: the built-in synthetic population, used while there are fewer than 30 peers or they come from fewer than 3 lenders (P22).
                  * @enum {string}
                  */
                 source: "peers" | "reference";
+                /** @description Tapes in the cohort; for `peers` rounded down to a multiple of 10 (P22). */
                 size: number;
                 product_type: components["schemas"]["ProductTypeV2"];
             };
@@ -603,6 +604,7 @@ export interface components {
                 platform_hhi: components["schemas"]["BenchmarkMetric"];
                 max_drawdown_pct: components["schemas"]["BenchmarkMetric"];
                 income_stability_score: components["schemas"]["BenchmarkMetric"];
+                trend_slope_eur_per_month: components["schemas"]["BenchmarkMetric"];
             };
             generated_at: components["schemas"]["Timestamp"];
         };

@@ -5,6 +5,8 @@ import { createOverlay } from './verifications/http/createOverlay.ts';
 import { createVerification } from './verifications/http/createVerification.ts';
 import { getVerification } from './verifications/http/getVerification.ts';
 import { getVerificationTape } from './verifications/http/getVerificationTape.ts';
+import { getBenchmark } from './benchmarks/http/getBenchmark.ts';
+import type { PeerBenchmarkDeps } from './benchmarks/peer-benchmark.ts';
 import type { DataSubjectDeps } from './gdpr/data-subject-requests.ts';
 import { gdprAccess } from './gdpr/http/gdprAccess.ts';
 import { gdprErase } from './gdpr/http/gdprErase.ts';
@@ -17,9 +19,7 @@ import * as webhookHandlers from './webhooks/http/handlers.ts';
  * delivers them. They answer 503 `service_unavailable` until then. `operations.test.ts` fails when
  * an operation is neither handled nor listed here, or is both; `npm run check:operations` prints them.
  */
-export const PENDING_OPERATIONS = {
-  getBenchmark: 'benchmarks',
-} as const satisfies Partial<Record<OperationId, string>>;
+export const PENDING_OPERATIONS = {} as const satisfies Partial<Record<OperationId, string>>;
 
 type PendingOperationId = keyof typeof PENDING_OPERATIONS;
 
@@ -30,6 +30,7 @@ export interface HandlerDeps {
   lifecycle: VerificationLifecycle;
   webhooks: webhookHandlers.WebhookHandlerDeps;
   dataSubjects: DataSubjectDeps;
+  benchmarks: PeerBenchmarkDeps;
   isDatabaseReachable: () => Promise<boolean>;
 }
 
@@ -46,6 +47,7 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     deleteWebhook: webhookHandlers.deleteWebhook(deps.webhooks),
     listWebhookDeliveries: webhookHandlers.listWebhookDeliveries(deps.webhooks),
     replayWebhookDelivery: webhookHandlers.replayWebhookDelivery(deps.webhooks),
+    getBenchmark: getBenchmark(deps.benchmarks),
     gdprAccess: gdprAccess(deps.dataSubjects),
     gdprExport: gdprExport(deps.dataSubjects),
     gdprErase: gdprErase(deps.dataSubjects),

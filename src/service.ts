@@ -17,6 +17,8 @@ import { authenticate } from './accounts/http/authenticate.ts';
 import { protectEmail, type ConsentDeps } from './consent/consent-flow.ts';
 import { grantRevocationJobs, type GrantRevocationDeps } from './consent/grant-revocation.ts';
 import { GdprRepository } from './gdpr/gdpr-repository.ts';
+import { BenchmarksRepository } from './benchmarks/benchmarks-repository.ts';
+import { countInCohort, countUncountedTapes, loadReferencePopulation } from './benchmarks/peer-benchmark.ts';
 import { ConsentRepository } from './consent/consent-repository.ts';
 import { consentRoutes } from './consent/http/consent-routes.ts';
 import { providerIncomeSource } from './consent/provider-income.ts';
@@ -102,6 +104,8 @@ export async function startService(config: Config, logger: Logger, options: Serv
     deliverEventsToWebhooks(outbox, webhooks, wakeDeliveries);
     const verifications = new VerificationsRepository(db.knex, db.dialect, queue, outbox, db.reader);
     const consentRepository = new ConsentRepository(db.knex, queue);
+    const benchmarks = new BenchmarksRepository(db.knex);
+    await countUncountedTapes(benchmarks);
     const providers = configuredProviders(config.providers);
     const now = () => clock.now();
     const lifecycle = new VerificationLifecycle({
@@ -116,7 +120,8 @@ export async function startService(config: Config, logger: Logger, options: Serv
         config.mode === 'production'
           ? providerIncomeSource({ consent: consentRepository, providers, encryptionKey, logger })
           : sandboxIncomeSource(verifications),
-      dependentData: [(unit, ids) => webhooks.erase(unit, ids), (unit, ids) => consentRepository.erase(unit, ids)],
+      dependentData: [(unit, ids) => webhooks.erase(unit, ids), (unit, ids) => consentRepository.erase(unit, ids), (unit, ids) => benchmarks.erase(unit, ids)],
+      tapeListeners: [countInCohort(benchmarks)],
     });
     const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now };
     const revocation: GrantRevocationDeps = { consent: consentRepository, providers, encryptionKey, logger, now };
@@ -125,6 +130,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
     const handlers = createHandlers({
       lifecycle,
       webhooks: { webhooks, encryptionKey, allowPrivateTargets: config.webhookAllowPrivateTargets, now, wakeDeliveries },
+      benchmarks: { lifecycle, benchmarks, reference: loadReferencePopulation(), now },
       dataSubjects: { lifecycle, consent: consentRepository, webhooks, audit: new GdprRepository(db.knex), revocation, encryptionKey, now },
       isDatabaseReachable: () => db.isReachable(),
     });

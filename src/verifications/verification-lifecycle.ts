@@ -52,6 +52,8 @@ export interface LifecycleDeps {
    * in the erasure's unit of work before the verifications themselves; each returns its counts.
    */
   dependentData: Array<(unit: UnitOfWork, verificationIds: string[]) => Promise<Record<string, number>>>;
+  /** Told of every tape a verification completes with or is scored again to, in the same unit of work (peer benchmarks). */
+  tapeListeners: Array<(unit: UnitOfWork, verification: VerificationRecord, tape: RiskTape200) => Promise<void>>;
 }
 
 /** What an erasure removed, per kind of data. */
@@ -245,6 +247,7 @@ export class VerificationLifecycle {
       const platforms = stored.platforms ?? (await this.incomeScoredBefore(record, scoredAt));
       const rescored = scoreVerification(record, platforms, profile, scoredAt, [...existing, overlay]);
       await store.saveTape(record.id, rescored, stored.tape.tape_generated_at);
+      await this.tapeSaved(store, record, rescored.tape);
       const eventId = newId('evt');
       const subject = { verificationId: record.id, obligorReference: record.obligorReference };
       await store.recordEvent({
@@ -405,10 +408,15 @@ export class VerificationLifecycle {
         store,
         move: async (trigger, change = {}) => {
           await moveVerification(store, record, trigger, { at, ...change });
+          if (change.tape) await this.tapeSaved(store, record, change.tape.tape);
         },
       });
       return true;
     });
+  }
+
+  private async tapeSaved(store: VerificationStore, record: VerificationRecord, tape: RiskTape200): Promise<void> {
+    for (const listener of this.deps.tapeListeners) await listener(store.unit, record, tape);
   }
 
   private async insertNew(
@@ -449,6 +457,7 @@ export class VerificationLifecycle {
       const tape = scoreVerification(record, sandboxIncome(record, now), profile, now);
       await insertAs('completed', 'connected');
       await moveVerification(store, null, 'created_synthetic', { at: now, tape, subject: record });
+      await this.tapeSaved(store, record, tape.tape);
     } else {
       await insertAs('pending_consent', 'not_connected');
       await moveVerification(store, null, 'created', { at: now, subject: record });

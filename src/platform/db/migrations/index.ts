@@ -8,6 +8,7 @@ import * as platformOauth from './20261121_006_platform_oauth.ts';
 import * as webhookEvents from './20261123_007_webhook_events.ts';
 import * as dataProtection from './20261123_008_data_protection.ts';
 import * as overlays from './20261123_009_overlays.ts';
+import * as benchmarks from './20261123_010_benchmarks.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -22,6 +23,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261123_007_webhook_events', webhookEvents],
   ['20261123_008_data_protection', dataProtection],
   ['20261123_009_overlays', overlays],
+  ['20261123_010_benchmarks', benchmarks],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

@@ -1,0 +1,132 @@
+import type { Knex } from 'knex';
+import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
+import type { BenchmarkMetricName, Distribution } from './scales.ts';
+
+/** A completed tape as its cohort counts it. */
+export interface Member {
+  verificationId: string;
+  lenderId: string;
+  productType: string;
+  buckets: Partial<Record<BenchmarkMetricName, number>>;
+}
+
+export interface Cohort {
+  tapes: number;
+  lenders: number;
+  distributions: Partial<Record<BenchmarkMetricName, Distribution>>;
+}
+
+interface MemberRow {
+  verification_id: string;
+  lender_id: string;
+  product_type: string;
+  buckets: string;
+}
+
+/** The only code that reads or writes the benchmark aggregates. */
+export class BenchmarksRepository {
+  constructor(private readonly knex: Knex) {}
+
+  /** Counts the tape in its cohort, in place of what it counted as before (a tape scored again). */
+  async record(unit: UnitOfWork, member: Member): Promise<void> {
+    const trx = transactionOf(unit);
+    await this.remove(trx, [member.verificationId]);
+    await this.add(trx, [member]);
+  }
+
+  /** Takes erased tapes out of their cohorts. */
+  async erase(unit: UnitOfWork, verificationIds: string[]): Promise<Record<string, number>> {
+    await this.remove(transactionOf(unit), verificationIds);
+    return {};
+  }
+
+  /** Adds many members at once (a catch-up, or a benchmark run); they must not be counted yet. */
+  async addMany(members: Member[]): Promise<void> {
+    await this.knex.transaction((trx) => this.add(trx, members));
+  }
+
+  /** Completed tapes not yet counted (stored before benchmarks existed): counted once at start-up. */
+  async uncountedTapes(limit: number): Promise<Array<{ verificationId: string; lenderId: string; tape: string }>> {
+    const rows = await this.knex('verifications as v')
+      .join('tapes as t', 't.verification_id', 'v.id')
+      .leftJoin('benchmark_members as m', 'm.verification_id', 'v.id')
+      .where('v.status', 'completed')
+      .whereNull('m.verification_id')
+      .limit(limit)
+      .select<Array<{ id: string; lender_id: string; tape: string }>>('v.id', 'v.lender_id', 't.tape');
+    return rows.map((r) => ({ verificationId: r.id, lenderId: r.lender_id, tape: r.tape }));
+  }
+
+  /** The cohort of a product type: a few hundred bucket rows and one row per lender, however many tapes it holds. */
+  async cohort(productType: string): Promise<Cohort> {
+    const lenders = await this.knex('benchmark_lenders')
+      .where({ product_type: productType })
+      .andWhere('tapes', '>', 0)
+      .count<{ lenders: number | string }>({ lenders: '*' })
+      .sum<{ tapes: number | string | null }>({ tapes: 'tapes' })
+      .first();
+    const rows = await this.knex<{ product_type: string; metric: BenchmarkMetricName; bucket: number; tapes: number }>('benchmark_buckets')
+      .where({ product_type: productType })
+      .andWhere('tapes', '>', 0)
+      .select('metric', 'bucket', 'tapes');
+    const distributions: Partial<Record<BenchmarkMetricName, { counts: Map<number, number>; total: number }>> = {};
+    for (const row of rows) {
+      const distribution = (distributions[row.metric] ??= { counts: new Map(), total: 0 });
+      distribution.counts.set(Number(row.bucket), Number(row.tapes));
+      distribution.total += Number(row.tapes);
+    }
+    return { tapes: Number(lenders?.tapes ?? 0), lenders: Number(lenders?.lenders ?? 0), distributions };
+  }
+
+  private async add(trx: Knex, members: Member[]): Promise<void> {
+    if (members.length === 0) return;
+    const buckets = new Map<string, { productType: string; metric: string; bucket: number; tapes: number }>();
+    const lenders = new Map<string, { productType: string; lenderId: string; tapes: number }>();
+    for (const member of members) {
+      for (const [metric, bucket] of Object.entries(member.buckets)) {
+        const key = `${member.productType}\u0000${metric}\u0000${bucket}`;
+        const entry = buckets.get(key) ?? { productType: member.productType, metric, bucket, tapes: 0 };
+        entry.tapes++;
+        buckets.set(key, entry);
+      }
+      const lenderKey = `${member.productType}\u0000${member.lenderId}`;
+      const lender = lenders.get(lenderKey) ?? { productType: member.productType, lenderId: member.lenderId, tapes: 0 };
+      lender.tapes++;
+      lenders.set(lenderKey, lender);
+    }
+    for (let i = 0; i < members.length; i += 500) {
+      await trx('benchmark_members').insert(
+        members
+          .slice(i, i + 500)
+          .map((m) => ({ verification_id: m.verificationId, lender_id: m.lenderId, product_type: m.productType, buckets: JSON.stringify(m.buckets) })),
+      );
+    }
+    for (const b of buckets.values()) {
+      await trx.raw(
+        `insert into benchmark_buckets (product_type, metric, bucket, tapes) values (?, ?, ?, ?)
+         on conflict (product_type, metric, bucket) do update set tapes = benchmark_buckets.tapes + excluded.tapes`,
+        [b.productType, b.metric, b.bucket, b.tapes],
+      );
+    }
+    for (const l of lenders.values()) {
+      await trx.raw(
+        `insert into benchmark_lenders (product_type, lender_id, tapes) values (?, ?, ?)
+         on conflict (product_type, lender_id) do update set tapes = benchmark_lenders.tapes + excluded.tapes`,
+        [l.productType, l.lenderId, l.tapes],
+      );
+    }
+  }
+
+  private async remove(trx: Knex, verificationIds: string[]): Promise<void> {
+    if (verificationIds.length === 0) return;
+    const members = await trx<MemberRow>('benchmark_members').whereIn('verification_id', verificationIds);
+    for (const member of members) {
+      const buckets = JSON.parse(member.buckets) as Record<string, number>;
+      for (const [metric, bucket] of Object.entries(buckets)) {
+        await trx('benchmark_buckets').where({ product_type: member.product_type, metric, bucket }).decrement('tapes', 1);
+      }
+      await trx('benchmark_lenders').where({ product_type: member.product_type, lender_id: member.lender_id }).decrement('tapes', 1);
+    }
+    await trx('benchmark_members').whereIn('verification_id', verificationIds).delete();
+  }
+}

@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { buildReferencePopulation, REFERENCE_POPULATION_FILE, serialise } from '../../scripts/reference-population.ts';
+import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
+import { openDatabase, type Database } from '../platform/db/database.ts';
+import { inUnitOfWork } from '../platform/db/unit-of-work.ts';
+import { BenchmarksRepository, type Member } from './benchmarks-repository.ts';
+import { COHORT_FLOOR, peerBenchmark, loadReferencePopulation } from './peer-benchmark.ts';
+import { BUCKET_EDGES, bucketOf, percentileOf, quantile } from './scales.ts';
+
+describe('benchmark buckets', () => {
+  it('place a value after the last edge at or below it, and publish quartiles as bucket edges', () => {
+    assert.equal(bucketOf('platform_hhi', -1), 0);
+    assert.equal(bucketOf('platform_hhi', 0), 1);
+    assert.equal(bucketOf('platform_hhi', 0.019), 1);
+    assert.equal(bucketOf('platform_hhi', 0.02), 2);
+    assert.equal(bucketOf('platform_hhi', 5), BUCKET_EDGES.platform_hhi.length);
+    const distribution = { counts: new Map([[bucketOf('platform_hhi', 0.5), 10]]), total: 10 };
+    assert.equal(quantile('platform_hhi', distribution, 0.5), 0.5);
+    assert.equal(percentileOf('platform_hhi', distribution, 0.5), 50);
+    assert.equal(percentileOf('platform_hhi', distribution, 0.9), 100);
+    assert.equal(percentileOf('platform_hhi', distribution, 0.1), 0);
+  });
+
+  it('the committed reference population is what scripts/reference-population.ts builds', () => {
+    assert.equal(readFileSync(REFERENCE_POPULATION_FILE, 'utf8'), serialise(buildReferencePopulation()), 'run npm run generate:reference-population');
+  });
+});
+
+for (const factory of testDatabases()) {
+  describe(`peer benchmark cohorts on ${factory.name} (P22)`, () => {
+    let testDb: TestDatabase;
+    let db: Database;
+    let repository: BenchmarksRepository;
+    let sequence = 0;
+
+    beforeEach(async () => {
+      testDb = await factory.create();
+      db = openDatabase(testDb.url);
+      await db.migrate();
+      repository = new BenchmarksRepository(db.knex);
+    });
+    afterEach(async () => {
+      await db.close();
+      await testDb.drop();
+    });
+
+    /** Verifications (the members' foreign key) with tapes whose HHI is `hhi`, spread over `lenders` lenders. */
+    const members = async (count: number, lenders: number, hhi = 0.5): Promise<Member[]> => {
+      const created: Member[] = [];
+      for (let i = 0; i < count; i++) {
+        const lenderId = `lnd_bench${i % lenders}`;
+        const id = `vrf_bench${sequence++}`;
+        await db
+          .knex('lender_accounts')
+          .insert({ id: lenderId, name: lenderId, plan: 'pilot', jurisdiction: 'other', ip_allowlist: '[]', created_at: 'x', updated_at: 'x' })
+          .onConflict('id')
+          .ignore();
+        await db.knex('verifications').insert({
+          id,
+          lender_id: lenderId,
+          obligor_reference: id,
+          creator_platforms: '["youtube"]',
+          lender_name: lenderId,
+          product_type: 'rbf',
+          status: 'completed',
+          consent_token_hash: id,
+          consent_url: 'x',
+          expires_at: 'x',
+          created_at: 'x',
+          updated_at: 'x',
+        });
+        created.push({ verificationId: id, lenderId, productType: 'rbf', buckets: { platform_hhi: bucketOf('platform_hhi', hhi) } });
+      }
+      return created;
+    };
+    const benchmarkOf = async (tapeHhi: number) =>
+      peerBenchmark(
+        {
+          lifecycle: {
+            findTapeForLender: async () => ({
+              status: 'completed' as const,
+              tape: {
+                eligibility: { product_type: 'rbf', income_stability_score: 0.5 },
+                metrics: { monthly_revenue_avg_eur: 100 },
+                risk_profile: { platform_hhi: tapeHhi, revenue_volatility_cv: 0.2, max_drawdown_pct: 10, trend_slope_eur_per_month: 1 },
+              } as never,
+            }),
+          },
+          benchmarks: repository,
+          reference: loadReferencePopulation(),
+          now: () => new Date(),
+        },
+        'lnd_asking',
+        'vrf_any',
+      );
+
+    it(`a cohort of ${COHORT_FLOOR.tapes - 1} tapes falls back to the reference population; ${COHORT_FLOOR.tapes} are shown`, async () => {
+      await repository.addMany(await members(COHORT_FLOOR.tapes - 1, 3));
+      const small = await benchmarkOf(0.5);
+      assert.equal(small.cohort.source, 'reference');
+      assert.ok(small.cohort.size >= 1000, 'the reference population, not the peers');
+      await repository.addMany(await members(1, 3));
+      const floor = await benchmarkOf(0.5);
+      assert.deepEqual([floor.cohort.source, floor.cohort.size], ['peers', 30]);
+      assert.deepEqual([floor.metrics.platform_hhi.median, floor.metrics.platform_hhi.percentile], [0.5, 50]);
+    });
+
+    it('peers from fewer than 3 lenders fall back to the reference population, however many tapes', async () => {
+      await repository.addMany(await members(100, 2));
+      assert.equal((await benchmarkOf(0.5)).cohort.source, 'reference');
+    });
+
+    it('publishes the size in steps of 10, so one more tape does not show', async () => {
+      await repository.addMany(await members(34, 4));
+      const before = await benchmarkOf(0.5);
+      await repository.addMany(await members(1, 4, 0.9));
+      const after = await benchmarkOf(0.5);
+      assert.deepEqual([before.cohort.size, after.cohort.size], [30, 30]);
+      assert.equal(after.metrics.platform_hhi.p75, before.metrics.platform_hhi.p75, 'one tape at the top does not move the upper quartile');
+    });
+
+    it('an erased or re-scored tape leaves its old buckets, and the cohort counts it once', async () => {
+      const cohort = await members(40, 4);
+      await repository.addMany(cohort);
+      await inUnitOfWork(db.knex, (unit) =>
+        repository.erase(
+          unit,
+          cohort.slice(0, 15).map((m) => m.verificationId),
+        ),
+      );
+      assert.equal((await repository.cohort('rbf')).tapes, 25);
+      await inUnitOfWork(db.knex, (unit) => repository.record(unit, { ...cohort[20]!, buckets: { platform_hhi: bucketOf('platform_hhi', 0.9) } }));
+      const rescored = await repository.cohort('rbf');
+      assert.equal(rescored.tapes, 25);
+      assert.equal(rescored.distributions.platform_hhi!.total, 25);
+      assert.equal(rescored.distributions.platform_hhi!.counts.get(bucketOf('platform_hhi', 0.9)), 1);
+    });
+  });
+}

@@ -1,34 +1,13 @@
 import { youtubeAnalytics } from '@googleapis/youtubeanalytics';
 import * as oauth from 'openid-client';
 import Stripe from 'stripe';
+import type { Config } from '../platform/config.ts';
 import type { SourceAmount } from '../tape/index.ts';
 
 export type Platform = 'youtube' | 'stripe';
 
-/** Provider endpoints and credentials from configuration, so tests point them at the simulators. */
-export interface ProviderSettings {
-  google?: {
-    clientId: string;
-    clientSecret: string;
-    authorizationUrl: string;
-    tokenUrl: string;
-    /** RFC 7009 token revocation endpoint (GOOGLE_REVOKE_URL). */
-    revokeUrl: string;
-    userinfoUrl: string;
-    apiRootUrl: string;
-  };
-  stripe?: {
-    clientId: string;
-    secretKey: string;
-    /** Origin of Stripe Connect (STRIPE_CONNECT_URL): the stripe package reaches oauth/deauthorize there by host and port. */
-    connectUrl: string;
-    authorizationUrl: string;
-    tokenUrl: string;
-    apiUrl: string;
-  };
-  /** Plain-http provider URLs are refused unless allowed (tests with local simulators). */
-  allowInsecureRequests: boolean;
-}
+/** Provider endpoints and credentials from configuration (platform/config.ts), so tests point them at the simulators. */
+export type ProviderSettings = Config['providers'];
 
 export interface ConnectedAccount {
   email: string | null;

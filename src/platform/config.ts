@@ -25,11 +25,21 @@ export interface Config {
       clientSecret: string;
       authorizationUrl: string;
       tokenUrl: string;
+      /** RFC 7009 token revocation endpoint (GOOGLE_REVOKE_URL). */
       revokeUrl: string;
       userinfoUrl: string;
       apiRootUrl: string;
     };
-    stripe?: { clientId: string; secretKey: string; connectUrl: string; authorizationUrl: string; tokenUrl: string; apiUrl: string };
+    stripe?: {
+      clientId: string;
+      secretKey: string;
+      /** Origin of Stripe Connect (STRIPE_CONNECT_URL): the stripe package reaches oauth/deauthorize there by host and port. */
+      connectUrl: string;
+      authorizationUrl: string;
+      tokenUrl: string;
+      apiUrl: string;
+    };
+    /** Plain-http provider URLs are refused unless allowed (tests with local simulators). */
     allowInsecureRequests: boolean;
   };
   /** D18: how long collection may take after consent before the verification fails with `timeout`. */

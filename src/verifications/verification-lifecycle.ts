@@ -162,24 +162,12 @@ export class VerificationLifecycle {
     const fingerprint = requestFingerprint(request);
     const now = this.deps.now();
     const profile = await this.deps.scoringProfileOf(principal.lender.id);
-    const key = idempotencyKey.toLowerCase();
     return this.deps.verifications.transaction(async (store) => {
-      const previous = await store.claimIdempotencyKey(
-        principal.lender.id,
-        key,
-        fingerprint,
-        now.toISOString(),
-        new Date(now.getTime() + IDEMPOTENCY_KEY_LIFETIME_MS).toISOString(),
-      );
-      if (previous) {
-        if (previous.requestFingerprint !== fingerprint) {
-          throw new DomainError('conflict', `Idempotency-Key ${idempotencyKey} was already used with a different payload.`);
-        }
-        // Stored by the creation below from a VerificationResource (D1: a replay answers the original body).
-        return { body: previous.responseBody as VerificationResource, replayed: true };
-      }
+      // Stored by the creation below from a VerificationResource (D1: a replay answers the original body).
+      const previous = await claimIdempotencyKey<VerificationResource>(store, principal.lender.id, idempotencyKey, fingerprint, now);
+      if (previous) return { body: previous, replayed: true };
       const resource = await this.insertNew(store, principal, request, profile, now);
-      await store.storeIdempotentResponse(principal.lender.id, key, 201, resource, resource.verification_id);
+      await store.storeIdempotentResponse(principal.lender.id, idempotencyKey.toLowerCase(), 201, resource, resource.verification_id);
       return { body: resource, replayed: false };
     });
   }
@@ -204,23 +192,11 @@ export class VerificationLifecycle {
     const profile = await this.deps.scoringProfileOf(lenderId);
     const now = this.deps.now();
     const fingerprint = requestFingerprint({ operation: 'createOverlay', verification_id: verificationId, body: request });
-    const key = idempotencyKey?.toLowerCase();
     return this.deps.verifications.transaction(async (store) => {
-      if (key) {
-        const previous = await store.claimIdempotencyKey(
-          lenderId,
-          key,
-          fingerprint,
-          now.toISOString(),
-          new Date(now.getTime() + IDEMPOTENCY_KEY_LIFETIME_MS).toISOString(),
-        );
-        if (previous) {
-          if (previous.requestFingerprint !== fingerprint) {
-            throw new DomainError('conflict', `Idempotency-Key ${idempotencyKey} was already used with a different request.`);
-          }
-          // Stored below from an OverlayResource.
-          return { body: previous.responseBody as OverlayResource, replayed: true };
-        }
+      if (idempotencyKey) {
+        // Stored below from an OverlayResource.
+        const previous = await claimIdempotencyKey<OverlayResource>(store, lenderId, idempotencyKey, fingerprint, now);
+        if (previous) return { body: previous, replayed: true };
       }
       const [record] = await store.lockOwned(lenderId, [verificationId]);
       if (!record) throw new DomainError('not_found', `No verification ${verificationId}.`);
@@ -259,7 +235,7 @@ export class VerificationLifecycle {
         occurredAt: now.toISOString(),
       });
       const body: OverlayResource = { ...overlay, verification_id: record.id };
-      if (key) await store.storeIdempotentResponse(lenderId, key, 201, body, record.id);
+      if (idempotencyKey) await store.storeIdempotentResponse(lenderId, idempotencyKey.toLowerCase(), 201, body, record.id);
       return { body, replayed: false };
     });
   }
@@ -502,6 +478,27 @@ export class VerificationLifecycle {
       collectedAt,
     );
   }
+}
+
+/**
+ * D1: claims the lender's Idempotency-Key for this request in the store's unit of work. Returns the
+ * answer stored for an earlier identical request, null for a first request; a different request
+ * with the key is a conflict. The caller stores its answer with the key before the unit commits.
+ */
+async function claimIdempotencyKey<Answer>(
+  store: VerificationStore,
+  lenderId: string,
+  idempotencyKey: string,
+  fingerprint: string,
+  now: Date,
+): Promise<Answer | null> {
+  const expiresAt = new Date(now.getTime() + IDEMPOTENCY_KEY_LIFETIME_MS).toISOString();
+  const previous = await store.claimIdempotencyKey(lenderId, idempotencyKey.toLowerCase(), fingerprint, now.toISOString(), expiresAt);
+  if (!previous) return null;
+  if (previous.requestFingerprint !== fingerprint) {
+    throw new DomainError('conflict', `Idempotency-Key ${idempotencyKey} was already used with a different payload.`);
+  }
+  return previous.responseBody as Answer;
 }
 
 /**

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import express from 'express';
+import request from 'supertest';
 import { ConfigError, loadConfig, PUBLIC_DEMO_API_KEY } from './config.ts';
 
 describe('configuration (D22)', () => {
@@ -73,5 +75,37 @@ describe('configuration (D22)', () => {
     const config = loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0, 1, 2', PUBLIC_BASE_URL: 'https://verify.example.org/' });
     assert.deepEqual(config.webhookRetryScheduleSeconds, [0, 1, 2]);
     assert.equal(config.publicBaseUrl, 'https://verify.example.org');
+  });
+});
+
+describe('TRUST_PROXY', () => {
+  /** The client address Express sees behind a proxy at 127.0.0.1 that forwards for 203.0.113.7. */
+  const clientAddressWith = async (trustProxy: unknown) => {
+    const app = express();
+    app.set('trust proxy', trustProxy);
+    app.get('/', (req, res) => res.send(req.ip));
+    return (await request(app).get('/').set('X-Forwarded-For', '203.0.113.7')).text;
+  };
+
+  it('reads numbers as hops, booleans as booleans, and lists of addresses, ranges and names', () => {
+    const parse = (value: string) => loadConfig({ TRUST_PROXY: value }).trustProxy;
+    assert.equal(parse(''), false);
+    assert.equal(parse('false'), false);
+    assert.equal(parse('true'), true);
+    assert.equal(parse('1'), 1);
+    assert.equal(parse('2'), 2);
+    assert.deepEqual(parse('loopback, 10.0.0.0/8,fd00::/8,192.0.2.1'), ['loopback', '10.0.0.0/8', 'fd00::/8', '192.0.2.1']);
+  });
+
+  it('TRUST_PROXY=1, the README example, trusts the one proxy in front (it used to trust none)', async () => {
+    assert.equal(await clientAddressWith(loadConfig({ TRUST_PROXY: '1' }).trustProxy), '203.0.113.7');
+    assert.equal(await clientAddressWith(loadConfig({ TRUST_PROXY: 'loopback' }).trustProxy), '203.0.113.7');
+    assert.notEqual(await clientAddressWith(loadConfig({}).trustProxy), '203.0.113.7', 'off by default');
+  });
+
+  it('refuses nonsense at start-up instead of trusting nobody', () => {
+    for (const value of ['yes', '1.2', '-1', '10.0.0.0/33', '300.1.1.1', 'loopback,', 'proxy.example.com', '1e3']) {
+      assert.throws(() => loadConfig({ TRUST_PROXY: value }), ConfigError, value);
+    }
   });
 });

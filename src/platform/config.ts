@@ -1,4 +1,5 @@
 import { bool, cleanEnv, makeValidator, num, port, str, url } from 'envalid';
+import ipaddr from 'ipaddr.js';
 
 /** The public demo key of the sandbox (D22): documented, so it must never be accepted in production. */
 export const PUBLIC_DEMO_API_KEY = 'civ_test_PublicSandboxDemoKey0000000000';
@@ -49,7 +50,8 @@ export interface Config {
   /** 32-byte key for encryption at rest; null lets the sandbox generate and keep one (D22). */
   encryptionKey: Buffer | null;
   /** Express `trust proxy` setting, so the IP allowlist sees the client address behind a proxy. */
-  trustProxy: string | false;
+  /** Express's `trust proxy`: false, true, a number of hops, or a list of addresses, CIDR ranges and Express's names. */
+  trustProxy: TrustProxy;
   shutdownGraceMs: number;
   /** Validate every response against the spec (tests): a mismatch is a 500 there, never in production. */
   validateResponses: boolean;
@@ -62,6 +64,44 @@ const retrySchedule = makeValidator<number[]>((input) => {
     throw new Error('must be ascending whole seconds starting at 0, e.g. "0,60,300,1800,7200"');
   }
   return seconds;
+});
+
+export type TrustProxy = boolean | number | string[];
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** An address in its usual written form: four-part dotted IPv4 or IPv6, never ipaddr.js's lenient forms ("1" as 0.0.0.1). */
+function isWrittenAddress(address: string): boolean {
+  return ipaddr.IPv4.isValidFourPartDecimal(address) || (address.includes(':') && ipaddr.IPv6.isValid(address));
+}
+
+function isProxyEntry(entry: string): boolean {
+  if (PROXY_NAMES.has(entry)) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  if (rest.length > 0 || !address || !isWrittenAddress(address)) return false;
+  if (prefix === undefined) return true;
+  const bits = address.includes(':') ? 128 : 32;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= bits;
+}
+
+/**
+ * TRUST_PROXY as Express needs it: `false`/empty, `true` (every hop), a number of hops, or a comma
+ * list of addresses, CIDR ranges and the names loopback, linklocal, uniquelocal. Anything else is
+ * refused at start-up: Express would otherwise read "1" as the address 0.0.0.1 and trust no proxy.
+ */
+export const trustProxy = makeValidator<TrustProxy>((input) => {
+  const value = input.trim();
+  if (value === '' || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  const entries = value.split(',').map((entry) => entry.trim());
+  const bad = entries.filter((entry) => !isProxyEntry(entry));
+  if (bad.length > 0) {
+    throw new Error(
+      `must be true, false, a number of hops, or addresses, CIDR ranges and loopback/linklocal/uniquelocal; not ${bad.map((b) => JSON.stringify(b)).join(', ')}`,
+    );
+  }
+  return entries;
 });
 
 const encryptionKey = makeValidator<string>((input) => {
@@ -121,7 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       STRIPE_API_URL: str({ default: 'https://api.stripe.com' }),
       PROVIDERS_ALLOW_HTTP: bool({ default: false }),
       ENCRYPTION_KEY: encryptionKey({ default: '' }),
-      TRUST_PROXY: str({ default: '' }),
+      TRUST_PROXY: trustProxy({ default: false }),
       SHUTDOWN_GRACE_MS: num({ default: 10000 }),
       VALIDATE_RESPONSES: bool({ default: false }),
     },
@@ -190,7 +230,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowInsecureRequests: e.PROVIDERS_ALLOW_HTTP,
     },
     encryptionKey: decodeKey(e.ENCRYPTION_KEY),
-    trustProxy: e.TRUST_PROXY === '' ? false : e.TRUST_PROXY,
+    trustProxy: e.TRUST_PROXY,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     validateResponses: e.VALIDATE_RESPONSES,
   };

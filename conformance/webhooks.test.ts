@@ -279,6 +279,11 @@ forEachTarget((target) => {
         const response = await session.request('GET', `${WEBHOOKS_PATH}/${webhook.webhook_id}/deliveries?${query}`);
         assertError(response, 400, 'validation_error');
       }
+      // Numbers JavaScript would read but that are no integer page size: refused, never an unbounded page.
+      for (const limit of ['Infinity', '1e309', '0x10', '1e1', '10.0', '+10', '010']) {
+        const response = await session.request('GET', `${WEBHOOKS_PATH}/${webhook.webhook_id}/deliveries?limit=${encodeURIComponent(limit)}`);
+        assertError(response, 400, 'validation_error', /limit/);
+      }
       const fine = await session.deliveries(webhook.webhook_id, { limit: 100 });
       assert.equal(fine.status, 200, fine.text);
       assert.deepEqual(fine.json, { data: [], has_more: false }, 'a new endpoint has an empty log');

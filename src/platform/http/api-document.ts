@@ -16,6 +16,8 @@ export interface ApiOperation {
   roles: string[];
   /** Names of the header parameters, as the spec spells them. */
   headerParameters: string[];
+  /** Names of the query parameters whose schema is an integer (page sizes and the like). */
+  integerQueryParameters: string[];
 }
 
 /** A JSON value, such as a schema in the document. */
@@ -85,6 +87,9 @@ export function listOperations(doc: ApiDocument): ApiOperation[] {
           expressPath: path.replace(/\{([^}]+)\}/g, ':$1'),
           roles: security.flatMap((requirement) => requirement.bearerAuth ?? []),
           headerParameters: parameters.filter((p) => p.in === 'header').map((p) => p.name),
+          integerQueryParameters: parameters
+            .filter((p) => p.in === 'query' && typeof p.schema === 'object' && p.schema !== null && !Array.isArray(p.schema) && p.schema.type === 'integer')
+            .map((p) => p.name),
         },
       ];
     }),

@@ -32,8 +32,27 @@ export const MAX_BODY_BYTES = 256 * 1024;
 /** Any operation's handler, as the router sees it: which operation is known only at run time. */
 type RoutedHandler = (request: never) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>;
 
+/**
+ * The validator coerces integer query parameters with JavaScript's number rules, so `Infinity`,
+ * `1e309` or `0x10` pass as numbers (and a page size of Infinity reached the query unbounded). An
+ * integer parameter is written in plain decimal digits or it is refused.
+ */
+function refuseNonDecimalIntegers(operation: ApiOperation, originalUrl: string): void {
+  if (operation.integerQueryParameters.length === 0) return;
+  const query = new URLSearchParams(originalUrl.split('?')[1] ?? '');
+  for (const name of operation.integerQueryParameters) {
+    for (const value of query.getAll(name)) {
+      if (!/^(0|[1-9][0-9]{0,8})$/.test(value)) {
+        const issue = 'must be an integer written in decimal digits';
+        throw new ApiError('validation_error', `query.${name}: ${issue}`, { details: [{ field: `query.${name}`, issue }] });
+      }
+    }
+  }
+}
+
 function adapt(operation: ApiOperation, handler: RoutedHandler): RequestHandler {
   return async (req, res) => {
+    refuseNonDecimalIntegers(operation, req.originalUrl);
     // The validator has checked params, query, headers and body against the spec by now, which is
     // what makes these the operation's types.
     const request = {

@@ -25,7 +25,11 @@ export function deleteWebhook(deps: WebhookHandlerDeps): OperationHandler<'delet
 export function listWebhookDeliveries(deps: WebhookHandlerDeps): OperationHandler<'listWebhookDeliveries'> {
   return async (request) => {
     const endpoint = await requireEndpoint(deps, principalOf(request).lender.id, request.params.webhook_id);
-    const { deliveries, hasMore } = await deps.webhooks.listDeliveries(endpoint.id, request.query.limit ?? 20, request.query.starting_after);
+    const { deliveries, hasMore } = await deps.webhooks.listDeliveries(
+      endpoint.id,
+      Math.min(Math.max(request.query.limit ?? 20, 1), 100),
+      request.query.starting_after,
+    );
     return { status: 200, body: { data: deliveries.map(toDeliveryResource), has_more: hasMore } };
   };
 }

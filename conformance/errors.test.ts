@@ -122,6 +122,17 @@ forEachTarget((target) => {
         assertError(response, 400, 'bad_request');
       });
 
+      it('for a body that is not valid UTF-8, instead of storing U+FFFD in place of the bytes', async () => {
+        const json = Buffer.from(JSON.stringify({ ...validCreateBody(), obligor_reference: 'creator-XX' }));
+        const bytes = Buffer.concat([json.subarray(0, json.indexOf('XX')), Buffer.from([0xff, 0xfe]), json.subarray(json.indexOf('XX') + 2)]);
+        assertError(await createVerification({ headers: { 'content-type': 'application/json' }, body: bytes }), 400, 'bad_request', /UTF-8/);
+      });
+
+      it('for a lone UTF-16 surrogate escaped in the JSON', async () => {
+        const body = JSON.stringify({ ...validCreateBody(), obligor_reference: 'creator-SURROGATE' }).replace('SURROGATE', '\\ud800');
+        assertError(await createVerification({ headers: { 'content-type': 'application/json' }, body }), 400, 'bad_request', /surrogate/);
+      });
+
       it('for a body sent as text/plain', async () => {
         const response = await createVerification({ headers: { 'content-type': 'text/plain' }, body: JSON.stringify(validCreateBody()) });
         assertError(response, 400, 'bad_request');

@@ -86,8 +86,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Sent as `application/json`. */
   json?: unknown;
-  /** Sent as is; give `headers['content-type']` yourself. */
-  body?: string;
+  /** Sent as is (bytes too, for bodies that are not valid text); give `headers['content-type']` yourself. */
+  body?: string | Uint8Array;
   /**
    * Send at once, without the client-side pacing that keeps the suite inside a sandbox key's quota;
    * for the tests that mean to exceed a limit.
@@ -157,7 +157,7 @@ export class ApiClient {
     const headers: Record<string, string> = { accept: 'application/json', ...lowerCaseKeys(options.headers ?? {}) };
     const authorization = this.authorizationFor(options);
     if (authorization !== undefined) headers.authorization = authorization;
-    let body: string | undefined = options.body;
+    let body: string | Uint8Array | undefined = options.body;
     if (options.json !== undefined) {
       body = JSON.stringify(options.json);
       headers['content-type'] ??= 'application/json';

@@ -6,7 +6,7 @@ import type { Logger } from '../logger.ts';
 import { assertSchemasCompile, listOperations, type ApiDocument, type ApiOperation, type OperationId } from './api-document.ts';
 import { requireRole } from './request-context.ts';
 import { ApiError } from './error-catalogue.ts';
-import { errorHandler } from './error-handler.ts';
+import { BodyEncodingError, errorHandler } from './error-handler.ts';
 import type { OperationHandler } from './operation-handler.ts';
 import { mountDocs } from './docs.ts';
 import { requestLog } from './request-log.ts';
@@ -28,6 +28,29 @@ export interface HttpAppDeps {
 
 /** Requests bodies beyond this are refused as `bad_request` (D4). */
 export const MAX_BODY_BYTES = 256 * 1024;
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+/** A surrogate half without its other half: JSON can write one (`"\\ud800"`) but it is no character. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Body bytes that are not UTF-8 would otherwise be decoded with U+FFFD in their place and stored as
+ * if the client had sent that: refused instead, before any parsing.
+ */
+function refuseInvalidUtf8(_req: unknown, _res: unknown, body: Buffer): void {
+  try {
+    strictUtf8.decode(body);
+  } catch {
+    throw new BodyEncodingError('The request body is not valid UTF-8.');
+  }
+}
+
+function refuseLoneSurrogates(key: string, value: unknown): unknown {
+  if (LONE_SURROGATE.test(key) || (typeof value === 'string' && LONE_SURROGATE.test(value))) {
+    throw new BodyEncodingError('The request body contains a lone UTF-16 surrogate (an escape such as \\ud800 without its pair).');
+  }
+  return value;
+}
 
 /** Any operation's handler, as the router sees it: which operation is known only at run time. */
 type RoutedHandler = (request: never) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>;
@@ -113,7 +136,15 @@ export function createHttpApp(deps: HttpAppDeps): Express {
 
   // Authentication first: a caller without a valid key learns nothing about its request body.
   app.use('/api/v1', deps.authenticate, rateLimitByKey(deps.rateLimits, deps.config.mode));
-  app.use(express.json({ limit: MAX_BODY_BYTES, strict: true, type: ['application/json', 'application/*+json'] }));
+  app.use(
+    express.json({
+      limit: MAX_BODY_BYTES,
+      strict: true,
+      type: ['application/json', 'application/*+json'],
+      verify: refuseInvalidUtf8,
+      reviver: refuseLoneSurrogates,
+    }),
+  );
   app.use(
     OpenApiValidator.middleware({
       apiSpec: apiDocument as never,

@@ -4,6 +4,13 @@ import { isDatabaseUnavailable } from '../db/database.ts';
 import { DomainError, type DomainErrorKind } from '../domain-error.ts';
 import { ApiError, type ErrorCode, type ErrorDetail } from './error-catalogue.ts';
 
+/**
+ * Thrown by the JSON parser's hooks (app.ts) for a body that is not well-formed Unicode; answered as
+ * `bad_request` with its message. Recognised by class: body-parser strips a parse error's own
+ * properties, its name and status included, before passing it on.
+ */
+export class BodyEncodingError extends Error {}
+
 interface ValidatorIssue {
   path?: string;
   message?: string;
@@ -79,6 +86,9 @@ export function toApiError(error: unknown, logger: Logger): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof DomainError) return fromDomain(error);
   const e = (error ?? {}) as HttpLikeError;
+  // The JSON parser's hooks (app.ts) refuse bodies that are not well-formed Unicode; body-parser
+  // passes their error on, typed as a verify or parse failure.
+  if (error instanceof BodyEncodingError) return new ApiError('bad_request', error.message);
   if (e.type === 'entity.parse.failed') return new ApiError('bad_request', 'Malformed JSON in the request body.');
   if (e.type === 'entity.too.large') return new ApiError('bad_request', 'The request body is larger than 256 KiB.');
   if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {

@@ -1,6 +1,4 @@
-import { createServer } from 'node:http';
-import type { Socket } from 'node:net';
-import { anonymousQuotaHeaders } from './platform/http/rate-limit.ts';
+import { createHttpServer } from './platform/http/http-server.ts';
 import { ConfigError, loadConfig } from './platform/config.ts';
 import { createLogger } from './platform/logger.ts';
 import { startService } from './service.ts';
@@ -22,29 +20,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ level: config.logLevel });
   const service = await startService(config, logger);
-  const server = createServer(service.app);
-  server.keepAliveTimeout = 65_000;
-  // Requests Node refuses before Express sees them (oversized headers, broken HTTP) still get a
-  // catalogue error in JSON, never Node's bare status line (D7).
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
-    if (!socket.writable || error.code === 'ECONNRESET') return socket.destroy();
-    const body = JSON.stringify({
-      error: 'bad_request',
-      message: error.code === 'HPE_HEADER_OVERFLOW' ? 'Request headers are too large.' : 'Malformed HTTP request.',
-    });
-    void (async () => {
-      const quota = await anonymousQuotaHeaders(service.rateLimits, socket.remoteAddress).catch(() => ({}));
-      const headers = Object.entries({
-        ...quota,
-        'Content-Type': 'application/json; charset=utf-8',
-        'Content-Length': String(Buffer.byteLength(body)),
-        Connection: 'close',
-      })
-        .map(([name, value]) => `${name}: ${value}\r\n`)
-        .join('');
-      if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\n${headers}\r\n${body}`);
-    })();
-  });
+  const { server, drain } = createHttpServer(service.app, { rateLimits: service.rateLimits });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
@@ -73,15 +49,15 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'draining in-flight requests');
-    // Stop accepting connections; in-flight requests finish, idle keep-alive sockets close now.
-    server.close(() => {
+    // Stop accepting connections; in-flight requests finish (answered with Connection: close), idle
+    // keep-alive sockets close now.
+    drain(() => {
       void (async () => {
         await service.close();
         logger.info('stopped');
         process.exit(0);
       })();
     });
-    server.closeIdleConnections();
     setTimeout(() => {
       logger.warn('grace period over; closing remaining connections');
       server.closeAllConnections();

@@ -1,0 +1,83 @@
+import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { anonymousQuotaHeaders, type RateLimits } from './rate-limit.ts';
+
+/**
+ * How long a client may take, chosen rather than left at Node's defaults (a minute for headers, five
+ * for a request), so slow clients cannot hold sockets for minutes (README, "Timeouts").
+ */
+export const HTTP_TIMEOUTS = {
+  /** The request line and headers must arrive within this. */
+  headersTimeoutMs: 10_000,
+  /** The whole request, body included (bodies are at most 256 KiB). */
+  requestTimeoutMs: 30_000,
+  /** An idle keep-alive connection stays open this long: beyond the usual 60 s of load balancers, so they close first. */
+  keepAliveTimeoutMs: 65_000,
+  /** How often Node checks the two timeouts above. */
+  checkIntervalMs: 1_000,
+};
+
+export interface HttpServer {
+  server: Server;
+  /**
+   * Graceful stop: no new connections; requests in flight finish and are answered with
+   * `Connection: close`, so keep-alive clients move elsewhere; idle connections close at once.
+   * `done` runs once every connection has closed.
+   */
+  drain(done: () => void): void;
+}
+
+export function createHttpServer(app: RequestListener, options: { rateLimits: RateLimits; timeouts?: typeof HTTP_TIMEOUTS }): HttpServer {
+  const timeouts = options.timeouts ?? HTTP_TIMEOUTS;
+  let draining = false;
+  /** Responses not yet sent: told to close their connection when a drain starts. */
+  const unanswered = new Set<ServerResponse>();
+  const server = createServer(
+    { connectionsCheckingInterval: timeouts.checkIntervalMs, headersTimeout: timeouts.headersTimeoutMs, requestTimeout: timeouts.requestTimeoutMs },
+    (req, res) => {
+      if (draining) {
+        res.setHeader('Connection', 'close');
+      } else {
+        unanswered.add(res);
+        res.once('close', () => unanswered.delete(res));
+      }
+      app(req, res);
+    },
+  );
+  server.keepAliveTimeout = timeouts.keepAliveTimeoutMs;
+  // Requests Node refuses before Express sees them (oversized headers, broken HTTP, too slow) still
+  // get a catalogue error in JSON, never Node's bare status line (D7).
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable || error.code === 'ECONNRESET') return socket.destroy();
+    const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    const body = JSON.stringify(
+      timedOut
+        ? {
+            error: 'bad_request',
+            message: `The request did not arrive in time (headers within ${timeouts.headersTimeoutMs / 1000} s, the whole request within ${timeouts.requestTimeoutMs / 1000} s).`,
+          }
+        : { error: 'bad_request', message: error.code === 'HPE_HEADER_OVERFLOW' ? 'Request headers are too large.' : 'Malformed HTTP request.' },
+    );
+    void (async () => {
+      const quota = await anonymousQuotaHeaders(options.rateLimits, socket.remoteAddress).catch(() => ({}));
+      const headers = Object.entries({
+        ...quota,
+        'Content-Type': 'application/json; charset=utf-8',
+        'Content-Length': String(Buffer.byteLength(body)),
+        Connection: 'close',
+      })
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('');
+      if (socket.writable) socket.end(`HTTP/1.1 ${timedOut ? '408 Request Timeout' : '400 Bad Request'}\r\n${headers}\r\n${body}`);
+    })();
+  });
+  return {
+    server,
+    drain(done) {
+      draining = true;
+      for (const res of unanswered) if (!res.headersSent) res.setHeader('Connection', 'close');
+      server.close(() => done());
+      server.closeIdleConnections();
+    },
+  };
+}

@@ -24,7 +24,7 @@ export interface HttpServer {
    * `Connection: close`, so keep-alive clients move elsewhere; idle connections close at once.
    * `done` runs once every connection has closed.
    */
-  drain(done: () => void): void;
+  drain: (done: () => void) => void;
 }
 
 export function createHttpServer(app: RequestListener, options: { rateLimits: RateLimits; timeouts?: typeof HTTP_TIMEOUTS }): HttpServer {

@@ -145,5 +145,22 @@ for (const factory of testDatabases()) {
       assert.equal((await request(service.app).post(`${path}/connect/youtube`)).status, 410);
       clock.set('2026-11-21T10:00:00.000Z');
     });
+
+    it('answers 503 with Retry-After, as a page for a creator, while the database is down (not a 500)', async () => {
+      const scratch = await factory.create();
+      const broken = await startService(loadConfig({ DATABASE_URL: scratch.url }), createLogger({ level: 'silent' }));
+      await broken.db.close();
+      for (const [method, path] of [
+        ['get', '/consent/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefg'],
+        ['post', '/consent/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefg/complete'],
+      ] as const) {
+        const page = await request(broken.app)[method](path);
+        assert.equal(page.status, 503, `${method} ${path}`);
+        assert.ok(Number(page.headers['retry-after']) >= 1);
+        assert.match(page.headers['content-type'] ?? '', /text\/html/);
+        assert.match(page.text, /try again/i);
+      }
+      await scratch.drop();
+    });
   });
 }

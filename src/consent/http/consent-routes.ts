@@ -1,5 +1,6 @@
 import express, { type ErrorRequestHandler, type Response, type Router } from 'express';
 import type { ServiceMode } from '../../platform/config.ts';
+import { isDatabaseUnavailable } from '../../platform/db/database.ts';
 import {
   completeConsent,
   ConsentRefused,
@@ -133,6 +134,12 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
     if (error instanceof ConsentRefused) {
       const status = { already_connected: 422, nothing_connected: 422, provider_refused: 422, closed: 409, unavailable: 503, not_requested: 404 }[error.reason];
       return html(res, status, messagePage('That did not work', error.message, error.reason === 'closed' ? undefined : back));
+    }
+    if (isDatabaseUnavailable(error)) {
+      // A temporary outage, as the API says it (503 with Retry-After), in words a creator understands.
+      deps.logger.warn({ err: error }, 'consent page: database unavailable');
+      res.setHeader('Retry-After', '5');
+      return html(res, 503, messagePage('Please try again in a moment', 'This page is briefly unavailable. Reload it in a minute; your progress is kept.'));
     }
     deps.logger.error({ err: error }, 'consent page failed');
     return html(res, 500, messagePage('Something went wrong', 'Please try again in a minute. If it keeps happening, contact your lender.'));

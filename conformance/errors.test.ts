@@ -88,6 +88,23 @@ forEachTarget((target) => {
       assertError(response, 404, 'not_found');
     });
 
+    it('POST /api/v1/verifications/ (trailing slash) with a bad body or no Idempotency-Key: 404, not a validation error', async () => {
+      assertError(await target.api.post('/api/v1/verifications/', { json: { unexpected: true } }), 404, 'not_found');
+      assertError(await target.api.post('/api/v1/verifications/', { headers: { 'content-type': 'application/json' }, body: '{"broken":' }), 404, 'not_found');
+    });
+
+    it('GET /api/v1/gdpr/access/ (trailing slash) with a lender key: 404, not a role refusal', async () => {
+      assertError(await target.api.get('/api/v1/gdpr/access/?obligor_id=x', { key: 'lender' }), 404, 'not_found');
+    });
+
+    it('a wrong method on a consent page (DELETE, PUT): the JSON not_found of the catalogue, not an HTML page', async () => {
+      for (const method of ['DELETE', 'PUT', 'PATCH']) {
+        const response = await target.api.request(method, '/consent/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefg', { key: null });
+        assertError(response, 404, 'not_found');
+        assert.doesNotMatch(response.text, /<html|<!doctype/i);
+      }
+    });
+
     it('GET /API/V1/VERIFICATIONS/{id} (other letter case)', async () => {
       assertError(await target.api.get(`/API/V1/VERIFICATIONS/${await completedId()}`), 404, 'not_found');
     });

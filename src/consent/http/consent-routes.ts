@@ -145,6 +145,10 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
     return html(res, 500, messagePage('Something went wrong', 'Please try again in a minute. If it keeps happening, contact your lender.'));
   };
   router.use(refusals);
-  router.use((_req, res) => html(res, 404, messagePage('Page not found', 'There is no such page.')));
+  // A browser only GETs pages (and POSTs the forms above): anything else is an API-style client,
+  // which gets the catalogue's JSON not_found from the app, like a wrong method anywhere (D7).
+  router.use((req, res, next) =>
+    req.method === 'GET' || req.method === 'HEAD' ? html(res, 404, messagePage('Page not found', 'There is no such page.')) : next(),
+  );
   return router;
 }

@@ -95,6 +95,23 @@ function adapt(operation: ApiOperation, handler: RoutedHandler): RequestHandler 
   };
 }
 
+/** The contract's `/api/v1` paths as patterns: a `{parameter}` is one path segment, the rest literal. */
+function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
+  const routes = operations
+    .filter((operation) => operation.path.startsWith('/api/v1/'))
+    .map((operation) => {
+      const segments = operation.path
+        .slice('/api/v1'.length)
+        .split('/')
+        .map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+      return { method: operation.method.toUpperCase(), pattern: new RegExp(`^${segments.join('/')}$`) };
+    });
+  return (req, _res, next) => {
+    const known = routes.some((route) => (route.method === req.method || (req.method === 'HEAD' && route.method === 'GET')) && route.pattern.test(req.path));
+    next(known ? undefined : new ApiError('not_found', 'No such route. See /openapi.json for the operations this service offers.'));
+  };
+}
+
 function pending(operationId: OperationId, deliveredBy: string): RequestHandler {
   return () => {
     throw new ApiError('service_unavailable', `${operationId} is not available on this deployment yet (${deliveredBy}).`, {
@@ -136,6 +153,9 @@ export function createHttpApp(deps: HttpAppDeps): Express {
 
   // Authentication first: a caller without a valid key learns nothing about its request body.
   app.use('/api/v1', deps.authenticate, rateLimitByKey(deps.rateLimits, deps.config.mode));
+  // P8, D7: once the caller is known, a path or method the contract does not have is 404 at once, before
+  // its body is parsed, validated or its role checked (a trailing slash or another case is another path).
+  app.use('/api/v1', onlyContractRoutes(operations));
   app.use(
     express.json({
       limit: MAX_BODY_BYTES,

@@ -22,6 +22,9 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** The longest any one database wait may take before the request answers 503. */
+export const DATABASE_TIMEOUT_MS = 5000;
+
 export function dialectOf(databaseUrl: string): Dialect {
   return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
 }
@@ -53,9 +56,17 @@ function sqliteConfig(databaseUrl: string, connections = 1): Knex.Config {
 function postgresConfig(databaseUrl: string): Knex.Config {
   return {
     client: 'pg',
-    connection: { connectionString: databaseUrl, connectionTimeoutMillis: 5000 },
+    // Every wait on the database is bounded (README, "Timeouts"): connecting, a
+    // statement on the server, and the client's wait for an answer, which is what still ends when the
+    // server is frozen rather than down. A request then gets 503 instead of hanging.
+    connection: {
+      connectionString: databaseUrl,
+      connectionTimeoutMillis: DATABASE_TIMEOUT_MS,
+      statement_timeout: DATABASE_TIMEOUT_MS,
+      query_timeout: DATABASE_TIMEOUT_MS,
+    },
     pool: { min: 0, max: 10 },
-    acquireConnectionTimeout: 5000,
+    acquireConnectionTimeout: DATABASE_TIMEOUT_MS,
   };
 }
 
@@ -112,5 +123,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   ];
   if (e.code && codes.includes(e.code)) return true;
   if (e.name === 'KnexTimeoutError') return true;
-  return /Unable to acquire a connection|Connection terminated|connection is closed|pool is probably full/i.test(e.message ?? '');
+  // pg's own wordings: "timeout expired" (connecting), "Query read timeout" (no answer in time),
+  // "canceling statement due to statement timeout" (57014 on the server).
+  if (e.code === '57014') return true;
+  return /Unable to acquire a connection|Connection terminated|connection is closed|pool is probably full|timeout expired|Query read timeout/i.test(
+    e.message ?? '',
+  );
 }

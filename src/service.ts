@@ -26,7 +26,8 @@ import { configuredProviders } from './consent/providers.ts';
 import { validatePolicyOverrides } from './tape/index.ts';
 import { sandboxIncomeSource } from './verifications/sandbox.ts';
 import { VerificationLifecycle } from './verifications/verification-lifecycle.ts';
-import { VerificationsRepository } from './verifications/verifications-repository.ts';
+import { VerificationsRepository, type ConsentLinks } from './verifications/verifications-repository.ts';
+import { decryptSecret, encryptSecret } from './platform/crypto.ts';
 import { deliverEventsToWebhooks } from './webhooks/deliveries.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
 import { createGuardedDispatcher } from './webhooks/target-guard.ts';
@@ -102,7 +103,12 @@ export async function startService(config: Config, logger: Logger, options: Serv
     const wakeDeliveries = () => deliveries.wake();
     const outbox = new EventOutbox();
     deliverEventsToWebhooks(outbox, webhooks, wakeDeliveries);
-    const verifications = new VerificationsRepository(db.knex, db.dialect, queue, outbox, db.reader);
+    const consentLinks: ConsentLinks = {
+      seal: (token) => encryptSecret(encryptionKey, token),
+      urlOf: (sealed) => `${config.publicBaseUrl}/consent/${decryptSecret(encryptionKey, sealed)}`,
+    };
+    const verifications = new VerificationsRepository(db.knex, db.dialect, queue, outbox, consentLinks, db.reader);
+    await verifications.sealPlainConsentLinks();
     const consentRepository = new ConsentRepository(db.knex, queue);
     const benchmarks = new BenchmarksRepository(db.knex);
     await countUncountedTapes(benchmarks);

@@ -163,11 +163,15 @@ export class VerificationLifecycle {
     const now = this.deps.now();
     const profile = await this.deps.scoringProfileOf(principal.lender.id);
     return this.deps.verifications.transaction(async (store) => {
-      // Stored by the creation below from a VerificationResource (D1: a replay answers the original body).
+      // Stored by the creation below from a VerificationResource (D1: a replay answers the original
+      // body), without the consent URL: its token is a secret, kept sealed with the verification.
       const previous = await claimIdempotencyKey<VerificationResource>(store, principal.lender.id, idempotencyKey, fingerprint, now);
-      if (previous) return { body: previous, replayed: true };
+      if (previous) {
+        const verification = previous.verificationId ? await store.lock(previous.verificationId) : null;
+        return { body: { ...previous.body, consent_url: verification?.consentUrl ?? previous.body.consent_url }, replayed: true };
+      }
       const resource = await this.insertNew(store, principal, request, profile, now);
-      await store.storeIdempotentResponse(principal.lender.id, idempotencyKey.toLowerCase(), 201, resource, resource.verification_id);
+      await store.storeIdempotentResponse(principal.lender.id, idempotencyKey.toLowerCase(), 201, { ...resource, consent_url: '' }, resource.verification_id);
       return { body: resource, replayed: false };
     });
   }
@@ -196,7 +200,7 @@ export class VerificationLifecycle {
       if (idempotencyKey) {
         // Stored below from an OverlayResource.
         const previous = await claimIdempotencyKey<OverlayResource>(store, lenderId, idempotencyKey, fingerprint, now);
-        if (previous) return { body: previous, replayed: true };
+        if (previous) return { body: previous.body, replayed: true };
       }
       const [record] = await store.lockOwned(lenderId, [verificationId]);
       if (!record) throw new DomainError('not_found', `No verification ${verificationId}.`);
@@ -424,7 +428,7 @@ export class VerificationLifecycle {
     const sandbox = this.deps.config.mode === 'sandbox';
     const insertAs = (status: VerificationStatus, connections: 'connected' | 'not_connected') =>
       store.insert(
-        { ...record, status, consentTokenHash: sha256Hex(consentToken) },
+        { ...record, status, consentToken, consentTokenHash: sha256Hex(consentToken) },
         record.creatorPlatforms.map((platform) => ({ platform, status: connections })),
       );
 
@@ -491,14 +495,14 @@ async function claimIdempotencyKey<Answer>(
   idempotencyKey: string,
   fingerprint: string,
   now: Date,
-): Promise<Answer | null> {
+): Promise<{ body: Answer; verificationId: string | null } | null> {
   const expiresAt = new Date(now.getTime() + IDEMPOTENCY_KEY_LIFETIME_MS).toISOString();
   const previous = await store.claimIdempotencyKey(lenderId, idempotencyKey.toLowerCase(), fingerprint, now.toISOString(), expiresAt);
   if (!previous) return null;
   if (previous.requestFingerprint !== fingerprint) {
     throw new DomainError('conflict', `Idempotency-Key ${idempotencyKey} was already used with a different payload.`);
   }
-  return previous.responseBody as Answer;
+  return { body: previous.responseBody as Answer, verificationId: previous.verificationId };
 }
 
 /**

@@ -34,10 +34,23 @@ export interface VerificationRecord {
 }
 
 export interface NewVerification extends Omit<VerificationRecord, 'failureReason' | 'completedAt' | 'tapeSchemaVersion' | 'updatedAt'> {
+  /** The consent link's token: stored only as its hash (to open the link) and sealed (to show the lender the URL again). */
+  consentToken: string;
   consentTokenHash: string;
 }
 
+/**
+ * How the consent link is kept: never as the token or URL in plain text (they let anyone act as the
+ * creator), but sealed (encrypted), and opened only to show the lender its URL.
+ */
+export interface ConsentLinks {
+  seal(token: string): string;
+  urlOf(sealed: string): string;
+}
+
 export interface IdempotencyRecord {
+  /** The verification the stored answer is about. */
+  verificationId: string | null;
   requestFingerprint: string;
   responseStatus: number;
   responseBody: unknown;
@@ -45,6 +58,7 @@ export interface IdempotencyRecord {
 }
 
 interface IdempotencyRow {
+  verification_id: string | null;
   lender_id: string;
   idempotency_key: string;
   request_fingerprint: string;
@@ -64,6 +78,7 @@ interface VerificationRow {
   status: string;
   failure_reason: string | null;
   consent_url: string;
+  consent_token_sealed: string | null;
   expires_at: string;
   created_at: string;
   updated_at: string;
@@ -108,7 +123,7 @@ type VerificationWithConnectionRow = VerificationRow & { connection_platform: st
 const connectionsOf = (rows: VerificationWithConnectionRow[]): Map<string, string> =>
   new Map(rows.flatMap((r) => (r.connection_platform && r.connection_status ? [[r.connection_platform, r.connection_status] as const] : [])));
 
-const toRecord = (row: VerificationRow): VerificationRecord => ({
+const toRecord = (row: VerificationRow, links: ConsentLinks): VerificationRecord => ({
   id: row.id,
   lenderId: row.lender_id,
   obligorReference: row.obligor_reference,
@@ -118,7 +133,8 @@ const toRecord = (row: VerificationRow): VerificationRecord => ({
   declaredMonthlyObligationsEur: row.declared_monthly_obligations_eur === null ? null : Number(row.declared_monthly_obligations_eur),
   status: row.status as VerificationStatus,
   failureReason: row.failure_reason as FailureReason | null,
-  consentUrl: row.consent_url,
+  // Rows from before links were sealed keep their URL until the start-up sealing reaches them.
+  consentUrl: row.consent_token_sealed ? links.urlOf(row.consent_token_sealed) : row.consent_url,
   expiresAt: row.expires_at,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
@@ -162,6 +178,7 @@ export class VerificationStore {
     private readonly dialect: Dialect,
     private readonly jobs: JobQueue,
     private readonly outbox: EventOutbox,
+    private readonly links: ConsentLinks,
   ) {}
 
   async insert(verification: NewVerification, connections: Array<{ platform: Platform; status: ConnectionStatus }>): Promise<void> {
@@ -175,7 +192,8 @@ export class VerificationStore {
       declared_monthly_obligations_eur: verification.declaredMonthlyObligationsEur,
       status: verification.status,
       consent_token_hash: verification.consentTokenHash,
-      consent_url: verification.consentUrl,
+      consent_url: '',
+      consent_token_sealed: this.links.seal(verification.consentToken),
       expires_at: verification.expiresAt,
       created_at: verification.createdAt,
       updated_at: verification.createdAt,
@@ -205,7 +223,7 @@ export class VerificationStore {
     if (ids.length === 0) return [];
     const query = this.trx<VerificationRow>('verifications').where({ lender_id: lenderId }).whereIn('id', ids).orderBy('id');
     const rows = this.dialect === 'postgres' ? await query.forUpdate() : await query;
-    return rows.map(toRecord);
+    return rows.map((row) => toRecord(row, this.links));
   }
 
   /**
@@ -237,7 +255,7 @@ export class VerificationStore {
   async lock(verificationId: string): Promise<VerificationRecord | null> {
     const query = this.trx<VerificationRow>('verifications').where({ id: verificationId }).first();
     const row = this.dialect === 'postgres' ? await query.forUpdate() : await query;
-    return row ? toRecord(row) : null;
+    return row ? toRecord(row, this.links) : null;
   }
 
   async resource(record: VerificationRecord): Promise<VerificationResource> {
@@ -389,6 +407,7 @@ export class VerificationStore {
       throw new Error(`idempotency key ${key} was claimed concurrently`);
     }
     return {
+      verificationId: row.verification_id,
       requestFingerprint: row.request_fingerprint,
       responseStatus: row.response_status,
       responseBody: row.response_body === null ? null : (JSON.parse(row.response_body) as unknown),
@@ -410,31 +429,47 @@ export class VerificationsRepository {
     private readonly dialect: Dialect,
     private readonly jobs: JobQueue,
     private readonly outbox: EventOutbox,
+    private readonly links: ConsentLinks,
     /** Serves the lender-facing reads; it defaults to the writer. */
     private readonly reader: Knex = knex,
   ) {}
 
+  /**
+   * Consent links stored before they were sealed kept the whole URL, token included, in plain text:
+   * seal their tokens and clear the URLs. Runs at start-up; a second run finds nothing to do.
+   */
+  async sealPlainConsentLinks(): Promise<number> {
+    const rows = await this.knex<VerificationRow>('verifications').whereNull('consent_token_sealed').whereNot('consent_url', '').select('id', 'consent_url');
+    for (const row of rows) {
+      const token = row.consent_url.split('/').pop() ?? '';
+      await this.knex<VerificationRow>('verifications')
+        .where({ id: row.id })
+        .update({ consent_url: '', consent_token_sealed: this.links.seal(token) });
+    }
+    return rows.length;
+  }
+
   async transaction<T>(work: (store: VerificationStore) => Promise<T>): Promise<T> {
-    return inUnitOfWork(this.knex, (unit, trx) => work(new VerificationStore(trx, unit, this.dialect, this.jobs, this.outbox)));
+    return inUnitOfWork(this.knex, (unit, trx) => work(new VerificationStore(trx, unit, this.dialect, this.jobs, this.outbox, this.links)));
   }
 
   /** A verification read outside any unit of work (commands re-read it locked before changing it). */
   async find(verificationId: string): Promise<VerificationRecord | null> {
     const row = await this.knex<VerificationRow>('verifications').where({ id: verificationId }).first();
-    return row ? toRecord(row) : null;
+    return row ? toRecord(row, this.links) : null;
   }
 
   /** The lender's verifications for an obligor reference (a data-protection request's `obligor_id`). */
   async findForObligor(lenderId: string, obligorReference: string): Promise<VerificationRecord[]> {
     const rows = await this.knex<VerificationRow>('verifications').where({ lender_id: lenderId, obligor_reference: obligorReference }).orderBy('created_at');
-    return rows.map(toRecord);
+    return rows.map((row) => toRecord(row, this.links));
   }
 
   /** The lender's verifications among `ids`. */
   async findOwned(lenderId: string, ids: string[]): Promise<VerificationRecord[]> {
     if (ids.length === 0) return [];
     const rows = await this.knex<VerificationRow>('verifications').where({ lender_id: lenderId }).whereIn('id', ids).orderBy('created_at');
-    return rows.map(toRecord);
+    return rows.map((row) => toRecord(row, this.links));
   }
 
   async resourceOf(record: VerificationRecord): Promise<VerificationResource> {
@@ -487,7 +522,7 @@ export class VerificationsRepository {
       ),
     );
     const [first] = rows;
-    return first ? toResource(toRecord(first), connectionsOf(rows)) : null;
+    return first ? toResource(toRecord(first, this.links), connectionsOf(rows)) : null;
   }
 
   /** The verification a consent link opens, found by the hash of its token (the token is never stored). */
@@ -501,7 +536,7 @@ export class VerificationsRepository {
       ),
     );
     const [first] = rows;
-    return first ? { record: toRecord(first), connections: connectionsOf(rows) } : null;
+    return first ? { record: toRecord(first, this.links), connections: connectionsOf(rows) } : null;
   }
 
   async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {

@@ -9,6 +9,7 @@ import * as webhookEvents from './20261123_007_webhook_events.ts';
 import * as dataProtection from './20261123_008_data_protection.ts';
 import * as overlays from './20261123_009_overlays.ts';
 import * as benchmarks from './20261123_010_benchmarks.ts';
+import * as sealedConsentLinks from './20261123_011_sealed_consent_links.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -24,6 +25,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261123_008_data_protection', dataProtection],
   ['20261123_009_overlays', overlays],
   ['20261123_010_benchmarks', benchmarks],
+  ['20261123_011_sealed_consent_links', sealedConsentLinks],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

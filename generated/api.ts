@@ -580,8 +580,9 @@ export interface components {
         BenchmarkMetric: {
             /** @description The verification's own value; null when the tape has no data for it. */
             value: number | null;
-            /** @description Share of the cohort at or below `value`, in percent. */
+            /** @description Share of the cohort at or below `value`, in percent, in steps of 5 (P22). */
             percentile: number | null;
+            /** @description The quartiles are the lower edges of fixed buckets, so they move in steps (P22). */
             p25: number;
             median: number;
             p75: number;

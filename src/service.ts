@@ -62,6 +62,16 @@ async function resolveEncryptionKey(config: Config, accounts: AccountsRepository
   return Buffer.from(stored, 'base64');
 }
 
+/**
+ * Runs a one-time catch-up (data written before a feature existed) unless a setting says it ran.
+ * Each catch-up is safe to run twice, so processes starting together may both run it.
+ */
+async function once(accounts: AccountsRepository, name: string, catchUp: () => Promise<number>): Promise<void> {
+  if (await accounts.readSetting(`catch_up:${name}`)) return;
+  await catchUp();
+  await accounts.initialiseSetting(`catch_up:${name}`, new Date().toISOString());
+}
+
 export function adminContext(config: Pick<Config, 'mode'>, accounts: AccountsRepository, clock: Clock = systemClock): AdminContext {
   return {
     accounts,
@@ -107,11 +117,17 @@ export async function startService(config: Config, logger: Logger, options: Serv
       seal: (token) => encryptSecret(encryptionKey, token),
       urlOf: (sealed) => `${config.publicBaseUrl}/consent/${decryptSecret(encryptionKey, sealed)}`,
     };
-    const verifications = new VerificationsRepository(db.knex, db.dialect, queue, outbox, consentLinks, db.reader);
-    await verifications.sealPlainConsentLinks();
-    const consentRepository = new ConsentRepository(db.knex, queue);
     const benchmarks = new BenchmarksRepository(db.knex);
-    await countUncountedTapes(benchmarks);
+    const verifications = new VerificationsRepository(
+      db.knex,
+      { dialect: db.dialect, jobs: queue, outbox, links: consentLinks, tapeListeners: [countInCohort(benchmarks)] },
+      db.reader,
+    );
+    const consentRepository = new ConsentRepository(db.knex, queue);
+    // Data stored before this version: converted once, then never scanned for again at start-up.
+    await once(accounts, 'sealed_consent_links', () => verifications.sealPlainConsentLinks());
+    await once(accounts, 'encrypted_account_emails', () => consentRepository.protectPlainEmails((email) => protectEmail(encryptionKey, email)));
+    await once(accounts, 'benchmarks_counted', () => countUncountedTapes(benchmarks));
     const providers = configuredProviders(config.providers);
     const now = () => clock.now();
     const lifecycle = new VerificationLifecycle({
@@ -127,11 +143,9 @@ export async function startService(config: Config, logger: Logger, options: Serv
           ? providerIncomeSource({ consent: consentRepository, providers, encryptionKey, logger })
           : sandboxIncomeSource(verifications),
       dependentData: [(unit, ids) => webhooks.erase(unit, ids), (unit, ids) => consentRepository.erase(unit, ids), (unit, ids) => benchmarks.erase(unit, ids)],
-      tapeListeners: [countInCohort(benchmarks)],
     });
     const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now };
     const revocation: GrantRevocationDeps = { consent: consentRepository, providers, encryptionKey, logger, now };
-    await consentRepository.protectPlainEmails((email) => protectEmail(encryptionKey, email));
     const jobs = new JobRunner(queue, { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) }, clock, logger);
     const handlers = createHandlers({
       lifecycle,

@@ -23,6 +23,8 @@ interface MemberRow {
   buckets: string;
 }
 
+const chunks = <T>(items: T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+
 /** The only code that reads or writes the benchmark aggregates. */
 export class BenchmarksRepository {
   constructor(private readonly knex: Knex) {}
@@ -40,7 +42,7 @@ export class BenchmarksRepository {
     return {};
   }
 
-  /** Adds many members at once (a catch-up, or a benchmark run); they must not be counted yet. */
+  /** Adds many members at once (a catch-up, or a benchmark run); those already counted are skipped. */
   async addMany(members: Member[]): Promise<void> {
     await this.knex.transaction((trx) => this.add(trx, members));
   }
@@ -78,7 +80,20 @@ export class BenchmarksRepository {
     return { tapes: Number(lenders?.tapes ?? 0), lenders: Number(lenders?.lenders ?? 0), distributions };
   }
 
-  private async add(trx: Knex, members: Member[]): Promise<void> {
+  /** Counts the members not counted yet; one already counted (another process's catch-up got there first) is left as it is. */
+  private async add(trx: Knex, candidates: Member[]): Promise<void> {
+    const inserted = new Set<string>();
+    for (const chunk of chunks(candidates, 200)) {
+      const rows = await trx('benchmark_members')
+        .insert(
+          chunk.map((m) => ({ verification_id: m.verificationId, lender_id: m.lenderId, product_type: m.productType, buckets: JSON.stringify(m.buckets) })),
+        )
+        .onConflict('verification_id')
+        .ignore()
+        .returning<Array<{ verification_id: string }>>('verification_id');
+      for (const row of rows) inserted.add(row.verification_id);
+    }
+    const members = candidates.filter((m) => inserted.has(m.verificationId));
     if (members.length === 0) return;
     const buckets = new Map<string, { productType: string; metric: string; bucket: number; tapes: number }>();
     const lenders = new Map<string, { productType: string; lenderId: string; tapes: number }>();
@@ -94,26 +109,18 @@ export class BenchmarksRepository {
       lender.tapes++;
       lenders.set(lenderKey, lender);
     }
-    for (let i = 0; i < members.length; i += 500) {
-      await trx('benchmark_members').insert(
-        members
-          .slice(i, i + 500)
-          .map((m) => ({ verification_id: m.verificationId, lender_id: m.lenderId, product_type: m.productType, buckets: JSON.stringify(m.buckets) })),
-      );
+    // One upsert for many counters (chunked under SQLite's limit of bound values), not one per counter.
+    for (const chunk of chunks([...buckets.values()], 200)) {
+      await trx('benchmark_buckets')
+        .insert(chunk.map((b) => ({ product_type: b.productType, metric: b.metric, bucket: b.bucket, tapes: b.tapes })))
+        .onConflict(['product_type', 'metric', 'bucket'])
+        .merge({ tapes: trx.raw('benchmark_buckets.tapes + excluded.tapes') });
     }
-    for (const b of buckets.values()) {
-      await trx.raw(
-        `insert into benchmark_buckets (product_type, metric, bucket, tapes) values (?, ?, ?, ?)
-         on conflict (product_type, metric, bucket) do update set tapes = benchmark_buckets.tapes + excluded.tapes`,
-        [b.productType, b.metric, b.bucket, b.tapes],
-      );
-    }
-    for (const l of lenders.values()) {
-      await trx.raw(
-        `insert into benchmark_lenders (product_type, lender_id, tapes) values (?, ?, ?)
-         on conflict (product_type, lender_id) do update set tapes = benchmark_lenders.tapes + excluded.tapes`,
-        [l.productType, l.lenderId, l.tapes],
-      );
+    for (const chunk of chunks([...lenders.values()], 200)) {
+      await trx('benchmark_lenders')
+        .insert(chunk.map((l) => ({ product_type: l.productType, lender_id: l.lenderId, tapes: l.tapes })))
+        .onConflict(['product_type', 'lender_id'])
+        .merge({ tapes: trx.raw('benchmark_lenders.tapes + excluded.tapes') });
     }
   }
 

@@ -5,7 +5,7 @@ import { testDatabases, type TestDatabase } from '../../test/support/test-databa
 import { openDatabase, type Database } from '../platform/db/database.ts';
 import { inUnitOfWork } from '../platform/db/unit-of-work.ts';
 import { BenchmarksRepository, type Member } from './benchmarks-repository.ts';
-import { COHORT_FLOOR, peerBenchmark, loadReferencePopulation } from './peer-benchmark.ts';
+import { COHORT_FLOOR, countUncountedTapes, peerBenchmark, loadReferencePopulation } from './peer-benchmark.ts';
 import { BUCKET_EDGES, bucketOf, percentileOf, quantile } from './scales.ts';
 
 describe('benchmark buckets', () => {
@@ -138,3 +138,42 @@ for (const factory of testDatabases()) {
     });
   });
 }
+
+describe('counting tapes stored before benchmarks existed', () => {
+  it('counts each completed tape once, however often (or by however many processes) the catch-up runs', async () => {
+    const [factory] = testDatabases();
+    const testDb = await factory!.create();
+    const db = openDatabase(testDb.url);
+    await db.migrate();
+    const repository = new BenchmarksRepository(db.knex);
+    await db
+      .knex('lender_accounts')
+      .insert({ id: 'lnd_old', name: 'Old', plan: 'pilot', jurisdiction: 'other', ip_allowlist: '[]', created_at: 'x', updated_at: 'x' });
+    const tape = JSON.parse(readFileSync(new URL('../../spec/examples/tapes/demo-yt-mid.json', import.meta.url), 'utf8')) as {
+      eligibility: { product_type: string };
+    };
+    for (const n of [1, 2, 3]) {
+      await db.knex('verifications').insert({
+        id: `vrf_old${n}`,
+        lender_id: 'lnd_old',
+        obligor_reference: `old-${n}`,
+        creator_platforms: '["youtube"]',
+        lender_name: 'Old',
+        product_type: tape.eligibility.product_type,
+        status: 'completed',
+        consent_token_hash: `old${n}`,
+        consent_url: '',
+        expires_at: 'x',
+        created_at: 'x',
+        updated_at: 'x',
+      });
+      await db.knex('tapes').insert({ verification_id: `vrf_old${n}`, tape: JSON.stringify(tape), generated_at: 'x' });
+    }
+    const counted = await Promise.all([countUncountedTapes(repository), countUncountedTapes(repository)]);
+    assert.ok(counted.every((n) => n === 3 || n === 0) && counted.includes(3));
+    assert.equal(await countUncountedTapes(repository), 0);
+    assert.equal((await repository.cohort(tape.eligibility.product_type)).tapes, 3);
+    await db.close();
+    await testDb.drop();
+  });
+});

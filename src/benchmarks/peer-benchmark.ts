@@ -82,7 +82,7 @@ export async function peerBenchmark(deps: PeerBenchmarkDeps, lenderId: string, v
   };
 }
 
-/** The lifecycle's tape listener: a completed (or re-scored) tape counts in its cohort, in the same unit of work. */
+/** The verifications store's tape listener: a completed (or re-scored) tape counts in its cohort, in the same unit of work. */
 export function countInCohort(benchmarks: Pick<BenchmarksRepository, 'record'>) {
   return (unit: UnitOfWork, verification: { id: string; lenderId: string }, tape: RiskTape200) =>
     benchmarks.record(unit, {

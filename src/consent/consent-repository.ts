@@ -63,9 +63,13 @@ export interface StoredGrant {
   refreshTokenCiphertext: string | null;
 }
 
-export interface PendingRevocation extends StoredGrant {
+/** A grant kept for a retried revocation: everything that names the creator at the provider is sealed. */
+export interface PendingRevocation {
   id: string;
-  attempts: number;
+  platform: string;
+  accessTokenCiphertext: string | null;
+  refreshTokenCiphertext: string | null;
+  externalAccountIdCiphertext: string | null;
 }
 
 interface RevocationRow {
@@ -234,18 +238,7 @@ export class ConsentRepository {
 
   /** A grant whose revocation the provider refused: kept (encrypted, with nothing else of the creator) until a retry succeeds. */
   /** Retries run as durable jobs, so a refused revocation survives restarts. */
-  async recordPendingRevocation(
-    unit: UnitOfWork,
-    revocation: {
-      id: string;
-      platform: string;
-      accessTokenCiphertext: string | null;
-      refreshTokenCiphertext: string | null;
-      externalAccountIdCiphertext: string | null;
-      lastError: string;
-      createdAt: string;
-    },
-  ): Promise<void> {
+  async recordPendingRevocation(unit: UnitOfWork, revocation: PendingRevocation & { lastError: string; createdAt: string }): Promise<void> {
     await transactionOf(unit)<RevocationRow>('provider_revocations').insert({
       id: revocation.id,
       platform: revocation.platform,
@@ -256,23 +249,23 @@ export class ConsentRepository {
       last_error: revocation.lastError.slice(0, 500),
       created_at: revocation.createdAt,
     });
-    const job: { kind: keyof ConsentJobPayloads; payload: ConsentJobPayloads['consent.revoke_grant'] } = {
-      kind: 'consent.revoke_grant',
-      payload: { revocationId: revocation.id },
-    };
-    await this.jobs.enqueue(transactionOf(unit), { ...job, subjectId: revocation.id, runAt: new Date(revocation.createdAt) }, new Date(revocation.createdAt));
+    const payload: ConsentJobPayloads['consent.revoke_grant'] = { revocationId: revocation.id };
+    const now = new Date(revocation.createdAt);
+    await this.jobs.enqueue(
+      transactionOf(unit),
+      { kind: 'consent.revoke_grant' satisfies keyof ConsentJobPayloads, subjectId: revocation.id, runAt: now, payload },
+      now,
+    );
   }
 
-  async findPendingRevocation(id: string): Promise<(PendingRevocation & { externalAccountIdCiphertext: string | null }) | null> {
+  async findPendingRevocation(id: string): Promise<PendingRevocation | null> {
     const row = await this.knex<RevocationRow>('provider_revocations').where({ id }).first();
     if (!row) return null;
     return {
       id: row.id,
       platform: row.platform,
-      attempts: row.attempts,
       accessTokenCiphertext: row.access_token_ciphertext,
       refreshTokenCiphertext: row.refresh_token_ciphertext,
-      externalAccountId: null,
       externalAccountIdCiphertext: row.external_account_id_ciphertext,
     };
   }

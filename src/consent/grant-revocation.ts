@@ -88,9 +88,14 @@ export function grantRevocationJobs(deps: GrantRevocationDeps): JobHandlers<Cons
     'consent.revoke_grant': async (job) => {
       const pending = await deps.consent.findPendingRevocation(job.payload.revocationId);
       if (!pending) return;
-      const externalAccountId = pending.externalAccountIdCiphertext ? decryptSecret(deps.encryptionKey, pending.externalAccountIdCiphertext) : null;
+      const grant: StoredGrant = {
+        platform: pending.platform,
+        accessTokenCiphertext: pending.accessTokenCiphertext,
+        refreshTokenCiphertext: pending.refreshTokenCiphertext,
+        externalAccountId: pending.externalAccountIdCiphertext ? decryptSecret(deps.encryptionKey, pending.externalAccountIdCiphertext) : null,
+      };
       try {
-        await revoke(deps, { ...pending, externalAccountId });
+        await revoke(deps, grant);
       } catch (error) {
         await deps.consent.recordRevocationFailure(pending.id, error instanceof Error ? error.message : String(error));
         throw error;

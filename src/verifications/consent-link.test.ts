@@ -69,3 +69,42 @@ for (const factory of testDatabases()) {
     });
   });
 }
+
+for (const factory of testDatabases()) {
+  describe(`data stored by an earlier version, caught up at the next start on ${factory.name}`, function () {
+    this.timeout(30_000);
+
+    it('seals plain consent links and encrypts plain account emails once, keeping the URL the lender sees', async () => {
+      const testDb = await factory.create();
+      const config = loadConfig({ DATABASE_URL: testDb.url });
+      const first = await startService(config, createLogger({ level: 'silent' }));
+      const ctx = adminContext(config, new AccountsRepository(first.db.knex));
+      const lender = await admin.createLender(ctx, { name: 'Earlier Version Lending' });
+      const key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+      const created = await request(first.app)
+        .post('/api/v1/verifications')
+        .auth(key, { type: 'bearer' })
+        .set('Idempotency-Key', randomUUID())
+        .send({ obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube'] });
+      const id = created.body.verification_id as string;
+      const url = created.body.consent_url as string;
+      // As the earlier version wrote them: the whole URL and the email in plain text.
+      await first.db.knex('verifications').where({ id }).update({ consent_url: url, consent_token_sealed: null });
+      await first.db.knex('platform_connections').where({ verification_id: id }).update({ account_email: 'Earlier@Example.org' });
+      await first.db.knex('service_settings').where('name', 'like', 'catch_up:%').delete();
+      await first.close();
+
+      const second = await startService(config, createLogger({ level: 'silent' }));
+      const [row] = await second.db.knex('verifications').where({ id });
+      const [connection] = await second.db.knex('platform_connections').where({ verification_id: id });
+      assert.equal(row.consent_url, '');
+      assert.ok(row.consent_token_sealed && !String(row.consent_token_sealed).includes(url.split('/').pop()!));
+      assert.equal(connection.account_email, null);
+      assert.ok(connection.account_email_ciphertext && connection.account_email_index);
+      const read = await request(second.app).get(`/api/v1/verifications/${id}`).auth(key, { type: 'bearer' });
+      assert.equal(read.body.consent_url, url);
+      await second.close();
+      await testDb.drop();
+    });
+  });
+}

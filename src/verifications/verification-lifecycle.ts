@@ -52,8 +52,6 @@ export interface LifecycleDeps {
    * in the erasure's unit of work before the verifications themselves; each returns its counts.
    */
   dependentData: Array<(unit: UnitOfWork, verificationIds: string[]) => Promise<Record<string, number>>>;
-  /** Told of every tape a verification completes with or is scored again to, in the same unit of work (peer benchmarks). */
-  tapeListeners: Array<(unit: UnitOfWork, verification: VerificationRecord, tape: RiskTape200) => Promise<void>>;
 }
 
 /** What an erasure removed, per kind of data. */
@@ -101,7 +99,7 @@ export class VerificationLifecycle {
     return this.deps.verifications.findTapeForLender(lenderId, verificationId);
   }
 
-  /** The verification a consent link opens, by the hash of its token (the token is never stored). */
+  /** The verification a consent link opens, by the hash of its token. */
   findByConsentTokenHash(tokenHash: string): Promise<{ record: VerificationRecord; connections: Map<string, string> } | null> {
     return this.deps.verifications.findByConsentTokenHash(tokenHash);
   }
@@ -226,8 +224,7 @@ export class VerificationLifecycle {
       const scoredAt = new Date(stored.tape.tape_generated_at);
       const platforms = stored.platforms ?? (await this.incomeScoredBefore(record, scoredAt));
       const rescored = scoreVerification(record, platforms, profile, scoredAt, [...existing, overlay]);
-      await store.saveTape(record.id, rescored, stored.tape.tape_generated_at);
-      await this.tapeSaved(store, record, rescored.tape);
+      await store.saveTape(record, rescored, stored.tape.tape_generated_at);
       const eventId = newId('evt');
       const subject = { verificationId: record.id, obligorReference: record.obligorReference };
       await store.recordEvent({
@@ -278,21 +275,11 @@ export class VerificationLifecycle {
     );
   }
 
-  /**
-   * The income of a `processing` verification arrived (or its collection failed): the tape is
-   * scored and the verification completes, or it fails with the reason. A result that arrives after
-   * the processing window closed does not make a late tape (D18).
-   */
-  async recordCollection(verificationId: string, outcome: CollectionOutcome, collectedAt: Date): Promise<void> {
-    const verification = await this.deps.verifications.find(verificationId);
-    if (verification) await this.record(verification, outcome, collectedAt);
-  }
-
   /** Job: fetch the income of a consented verification (outside any unit of work: providers can be slow), then record it. */
   async collectIncome(verificationId: string, now: Date): Promise<void> {
     const verification = await this.deps.verifications.find(verificationId);
     if (!verification || verification.status !== 'processing') return;
-    await this.record(verification, await this.deps.incomeSource.collect(verification, now), now);
+    await this.recordCollection(verification, await this.deps.incomeSource.collect(verification, now), now);
   }
 
   /** Job: the 7-day consent session ended (section 3). No-op unless the verification still waits for consent. */
@@ -388,15 +375,10 @@ export class VerificationLifecycle {
         store,
         move: async (trigger, change = {}) => {
           await moveVerification(store, record, trigger, { at, ...change });
-          if (change.tape) await this.tapeSaved(store, record, change.tape.tape);
         },
       });
       return true;
     });
-  }
-
-  private async tapeSaved(store: VerificationStore, record: VerificationRecord, tape: RiskTape200): Promise<void> {
-    for (const listener of this.deps.tapeListeners) await listener(store.unit, record, tape);
   }
 
   private async insertNew(
@@ -417,7 +399,8 @@ export class VerificationLifecycle {
       declaredMonthlyObligationsEur: request.declared_monthly_obligations_eur ?? null,
       status: 'pending_consent',
       failureReason: null,
-      // The URL carries an unguessable token, never the verification id; only its hash is stored.
+      // The URL carries an unguessable token, never the verification id; the token is stored only
+      // hashed (to open the link) and sealed (to show the URL again).
       consentUrl: `${this.deps.config.publicBaseUrl}/consent/${consentToken}`,
       expiresAt: new Date(now.getTime() + CONSENT_SESSION_MS).toISOString(),
       createdAt: now.toISOString(),
@@ -437,7 +420,6 @@ export class VerificationLifecycle {
       const tape = scoreVerification(record, sandboxIncome(record, now), profile, now);
       await insertAs('completed', 'connected');
       await moveVerification(store, null, 'created_synthetic', { at: now, tape, subject: record });
-      await this.tapeSaved(store, record, tape.tape);
     } else {
       await insertAs('pending_consent', 'not_connected');
       await moveVerification(store, null, 'created', { at: now, subject: record });
@@ -451,7 +433,12 @@ export class VerificationLifecycle {
     return store.resource((await store.lock(record.id))!);
   }
 
-  private async record(verification: VerificationRecord, outcome: CollectionOutcome, collectedAt: Date): Promise<void> {
+  /**
+   * The income of a `processing` verification arrived (or its collection failed): the tape is
+   * scored and the verification completes, or it fails with the reason. A result that arrives after
+   * the processing window closed does not make a late tape (D18).
+   */
+  private async recordCollection(verification: VerificationRecord, outcome: CollectionOutcome, collectedAt: Date): Promise<void> {
     const profile = await this.deps.scoringProfileOf(verification.lenderId);
     await this.onLocked(
       verification.id,
@@ -521,7 +508,7 @@ export async function moveVerification(
   if (!transition) throw new IllegalTransition(verification?.status ?? null, trigger);
   const subject = verification ?? change.subject!;
   const at = change.at.toISOString();
-  if (change.tape) await store.saveTape(subject.id, change.tape, at);
+  if (change.tape) await store.saveTape(subject, change.tape, at);
   await store.applyStatus(subject.id, transition, { at, reason: change.reason ?? null, tapeSchemaVersion: change.tape?.tape.schema_version });
   if (transition.emits) {
     const eventId = newId('evt');

@@ -48,6 +48,18 @@ export interface ConsentLinks {
   urlOf(sealed: string): string;
 }
 
+/** Told of every tape saved (a verification completed, or its tape scored again), in the same unit of work. */
+export type TapeListener = (unit: UnitOfWork, verification: { id: string; lenderId: string }, tape: RiskTape200) => Promise<void>;
+
+/** What a unit of work's store works with besides its transaction. */
+export interface StoreCollaborators {
+  dialect: Dialect;
+  jobs: JobQueue;
+  outbox: EventOutbox;
+  links: ConsentLinks;
+  tapeListeners: readonly TapeListener[];
+}
+
 export interface IdempotencyRecord {
   /** The verification the stored answer is about. */
   verificationId: string | null;
@@ -96,6 +108,14 @@ interface OverlayRow {
   observed_at: string;
   data: string;
   created_at: string;
+}
+
+/** The resource of a verification whose row is already read: its connections added. */
+async function resourceIn(knex: Knex, record: VerificationRecord): Promise<VerificationResource> {
+  const connections = await knex<{ verification_id: string; platform: string; status: string }>('platform_connections')
+    .where({ verification_id: record.id })
+    .select('platform', 'status');
+  return toResource(record, new Map(connections.map((c) => [c.platform, c.status])));
 }
 
 /** A verification's overlays, oldest first, as the tape shows them. */
@@ -171,15 +191,19 @@ export function toResource(record: VerificationRecord, connectionStatus: Readonl
  * tape, jobs) goes through one store so it commits or rolls back together.
  */
 export class VerificationStore {
+  private readonly dialect: Dialect;
+  private readonly jobs: JobQueue;
+  private readonly outbox: EventOutbox;
+  private readonly links: ConsentLinks;
+
   constructor(
     private readonly trx: Knex.Transaction,
     /** The unit of work this store writes in, for other features' writes that must commit with it. */
     readonly unit: UnitOfWork,
-    private readonly dialect: Dialect,
-    private readonly jobs: JobQueue,
-    private readonly outbox: EventOutbox,
-    private readonly links: ConsentLinks,
-  ) {}
+    private readonly collaborators: StoreCollaborators,
+  ) {
+    ({ dialect: this.dialect, jobs: this.jobs, outbox: this.outbox, links: this.links } = collaborators);
+  }
 
   async insert(verification: NewVerification, connections: Array<{ platform: Platform; status: ConnectionStatus }>): Promise<void> {
     await this.trx('verifications').insert({
@@ -259,10 +283,7 @@ export class VerificationStore {
   }
 
   async resource(record: VerificationRecord): Promise<VerificationResource> {
-    const connections = await this.trx<{ verification_id: string; platform: string; status: string }>('platform_connections')
-      .where({ verification_id: record.id })
-      .select('platform', 'status');
-    return toResource(record, new Map(connections.map((c) => [c.platform, c.status])));
+    return resourceIn(this.trx, record);
   }
 
   async applyStatus(
@@ -322,16 +343,18 @@ export class VerificationStore {
     await this.outbox.publish(recorded, this.unit);
   }
 
-  async saveTape(verificationId: string, scored: ScoredTape, generatedAt: string): Promise<void> {
+  /** Stores the tape with the income it was scored from, and tells the tape listeners (peer benchmarks). */
+  async saveTape(verification: { id: string; lenderId: string }, scored: ScoredTape, generatedAt: string): Promise<void> {
     await this.trx('tapes')
       .insert({
-        verification_id: verificationId,
+        verification_id: verification.id,
         tape: JSON.stringify(scored.tape),
         generated_at: generatedAt,
         scoring_input: JSON.stringify(scored.platforms),
       })
       .onConflict('verification_id')
       .merge(['tape', 'generated_at', 'scoring_input']);
+    for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, scored.tape);
   }
 
   /** The stored tape with what scoring it again needs: when it was computed, and from which income (null for tapes stored before it was kept). */
@@ -424,15 +447,16 @@ export class VerificationStore {
 
 /** The only code that reads or writes verifications. Every lender-facing read takes the lender id. */
 export class VerificationsRepository {
+  private readonly links: ConsentLinks;
+
   constructor(
     private readonly knex: Knex,
-    private readonly dialect: Dialect,
-    private readonly jobs: JobQueue,
-    private readonly outbox: EventOutbox,
-    private readonly links: ConsentLinks,
+    private readonly collaborators: StoreCollaborators,
     /** Serves the lender-facing reads; it defaults to the writer. */
     private readonly reader: Knex = knex,
-  ) {}
+  ) {
+    this.links = collaborators.links;
+  }
 
   /**
    * Consent links stored before they were sealed kept the whole URL, token included, in plain text:
@@ -450,7 +474,7 @@ export class VerificationsRepository {
   }
 
   async transaction<T>(work: (store: VerificationStore) => Promise<T>): Promise<T> {
-    return inUnitOfWork(this.knex, (unit, trx) => work(new VerificationStore(trx, unit, this.dialect, this.jobs, this.outbox, this.links)));
+    return inUnitOfWork(this.knex, (unit, trx) => work(new VerificationStore(trx, unit, this.collaborators)));
   }
 
   /** A verification read outside any unit of work (commands re-read it locked before changing it). */
@@ -473,10 +497,7 @@ export class VerificationsRepository {
   }
 
   async resourceOf(record: VerificationRecord): Promise<VerificationResource> {
-    const connections = await this.knex<{ verification_id: string; platform: string; status: string }>('platform_connections')
-      .where({ verification_id: record.id })
-      .select('platform', 'status');
-    return toResource(record, new Map(connections.map((c) => [c.platform, c.status])));
+    return resourceIn(this.knex, record);
   }
 
   async overlaysOf(verificationId: string): Promise<OverlayBlock[]> {

@@ -65,6 +65,14 @@ forEachTarget((target) => {
       assert.deepEqual(await getVerification(target, verification.verification_id), verification);
     });
 
+    it('a synthetic creator (sandbox): the creation response is the completed resource GET returns', async function () {
+      requireSandbox(this, target);
+      const verification = await created(target, { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] });
+      assert.equal(verification.status, 'completed');
+      assert.equal(verification.completed_at, verification.created_at);
+      assert.deepEqual(await getVerification(target, verification.verification_id), verification);
+    });
+
     it('lender_name, product_type and declared_monthly_obligations_eur are kept as given', async () => {
       const body = realCreator({
         lender_name: 'Northwind Capital (conformance)',

@@ -127,6 +127,8 @@ export class BenchmarksRepository {
   private async remove(trx: Knex, verificationIds: string[]): Promise<void> {
     if (verificationIds.length === 0) return;
     const members = await trx<MemberRow>('benchmark_members').whereIn('verification_id', verificationIds);
+    // A first tape (every creation) was counted nowhere yet: nothing to take back.
+    if (members.length === 0) return;
     for (const member of members) {
       const buckets = JSON.parse(member.buckets) as Record<string, number>;
       for (const [metric, bucket] of Object.entries(buckets)) {

@@ -13,7 +13,13 @@ import { sandboxIncome, sandboxSteps, stepDelayMs } from './sandbox.ts';
 import { scoreVerification, type ScoredTape, type ScoringProfile } from './scoring.ts';
 import { findTransition, IllegalTransition, type FailureReason, type Transition, type VerificationStatus } from './state-machine.ts';
 import { tapeUpdatedEvent, transitionEvent } from './verification-events.ts';
-import type { VerificationRecord, VerificationResource, VerificationsRepository, VerificationStore } from './verifications-repository.ts';
+import {
+  toResource,
+  type VerificationRecord,
+  type VerificationResource,
+  type VerificationsRepository,
+  type VerificationStore,
+} from './verifications-repository.ts';
 
 export type { ScoringProfile } from './scoring.ts';
 
@@ -409,28 +415,31 @@ export class VerificationLifecycle {
       tapeSchemaVersion: null,
     };
     const sandbox = this.deps.config.mode === 'sandbox';
-    const insertAs = (status: VerificationStatus, connections: 'connected' | 'not_connected') =>
-      store.insert(
+    const insertAs = async (status: VerificationStatus, connections: 'connected' | 'not_connected') => {
+      await store.insert(
         { ...record, status, consentToken, consentTokenHash: sha256Hex(consentToken) },
         record.creatorPlatforms.map((platform) => ({ platform, status: connections })),
       );
+      return new Map(record.creatorPlatforms.map((platform) => [platform, connections]));
+    };
 
     if (sandbox && isSyntheticCreator(record.obligorReference)) {
       // Section 3: a synthetic creator completes at creation, with its tape and its event.
       const tape = scoreVerification(record, sandboxIncome(record, now), profile, now);
-      await insertAs('completed', 'connected');
+      const connections = await insertAs('completed', 'connected');
       await moveVerification(store, null, 'created_synthetic', { at: now, tape, subject: record });
-    } else {
-      await insertAs('pending_consent', 'not_connected');
-      await moveVerification(store, null, 'created', { at: now, subject: record });
-      const steps = sandbox ? sandboxSteps(record.obligorReference) : null;
-      if (steps) {
-        const runAt = new Date(now.getTime() + stepDelayMs(steps[0]!, this.deps.config.sandboxCompleteDelayMs));
-        await store.schedule('verification.sandbox_step', record.id, runAt, { step: 0, lenderId: record.lenderId }, now);
-      }
-      await store.schedule('verification.expire_consent', record.id, new Date(record.expiresAt), {}, now);
+      // What the move stored, answered without reading it back (the creation's hot path).
+      return toResource({ ...record, status: 'completed', completedAt: record.createdAt, tapeSchemaVersion: tape.tape.schema_version }, connections);
     }
-    return store.resource((await store.lock(record.id))!);
+    const connections = await insertAs('pending_consent', 'not_connected');
+    await moveVerification(store, null, 'created', { at: now, subject: record });
+    const steps = sandbox ? sandboxSteps(record.obligorReference) : null;
+    if (steps) {
+      const runAt = new Date(now.getTime() + stepDelayMs(steps[0]!, this.deps.config.sandboxCompleteDelayMs));
+      await store.schedule('verification.sandbox_step', record.id, runAt, { step: 0, lenderId: record.lenderId }, now);
+    }
+    await store.schedule('verification.expire_consent', record.id, new Date(record.expiresAt), {}, now);
+    return toResource(record, connections);
   }
 
   /**

@@ -282,10 +282,6 @@ export class VerificationStore {
     return row ? toRecord(row, this.links) : null;
   }
 
-  async resource(record: VerificationRecord): Promise<VerificationResource> {
-    return resourceIn(this.trx, record);
-  }
-
   async applyStatus(
     verificationId: string,
     transition: Transition,

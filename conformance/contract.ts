@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
+import { specPath } from './locate.ts';
 import { bundle, createConfig } from '@redocly/openapi-core';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -10,7 +10,7 @@ import addFormats from 'ajv-formats';
  * its generated document cannot hide itself.
  */
 
-const SPEC_PATH = fileURLToPath(new URL('../spec/openapi.yaml', import.meta.url));
+const SPEC_PATH = specPath('openapi.yaml');
 const SELF = 'https://conformance.invalid/openapi.json';
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { specPath } from './locate.ts';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import YAML from 'yaml';
@@ -14,8 +14,8 @@ import { verifySignature, type ReceivedRequest } from './webhook-receiver.ts';
  * spec/openapi.yaml). Nothing comes from src/ or generated/.
  */
 
-const SCHEMAS_DIR = fileURLToPath(new URL('../spec/schemas/', import.meta.url));
-const ASYNCAPI_PATH = fileURLToPath(new URL('../spec/asyncapi.yaml', import.meta.url));
+const SCHEMAS_DIR = `${specPath('schemas')}/`;
+const ASYNCAPI_PATH = specPath('asyncapi.yaml');
 /** Where the schema files' own `$id`s live; `./schemas/...` in the AsyncAPI document means this. */
 const SCHEMA_BASE = 'https://schemas.creator-income.example/';
 const ASYNCAPI_ID = 'https://conformance.invalid/asyncapi.json';

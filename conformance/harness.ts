@@ -4,11 +4,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import pg from 'pg';
+import { REPO_ROOT } from './locate.ts';
 import { loadContract, type Contract, type ObservedResponse } from './contract.ts';
 import { closeReceivers, suiteCaDir } from './webhook-receiver.ts';
+import { skipBecause } from './skip.ts';
 
 /**
  * Resolves the deployments the suite runs against. With CONFORMANCE_BASE_URL it tests that one
@@ -19,7 +19,6 @@ import { closeReceivers, suiteCaDir } from './webhook-receiver.ts';
  * private webhook targets refused, for the tests of that refusal.
  */
 
-const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const START_TIMEOUT_MS = 60_000;
 const READY_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 10_000;
@@ -379,7 +378,7 @@ class CliOperator implements Operator {
   private async cli<T>(args: string[]): Promise<T> {
     const command = ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'];
     try {
-      const { stdout } = await run(process.execPath, command, { cwd: REPO_ROOT, env: this.env, timeout: 30_000 });
+      const { stdout } = await run(process.execPath, command, { cwd: repoRoot(), env: this.env, timeout: 30_000 });
       return JSON.parse(stdout) as T;
     } catch (error) {
       const e = error as Error & { stderr?: string; stdout?: string };
@@ -480,7 +479,7 @@ class SelfStartedService implements TargetDefinition {
 
   private async spawnService(env: NodeJS.ProcessEnv, baseUrl: string): Promise<void> {
     const output = new OutputTail();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout.on('data', (chunk: Buffer) => output.append(chunk));
     child.stderr.on('data', (chunk: Buffer) => output.append(chunk));
@@ -555,7 +554,9 @@ function postgresDatabase(serverUrl: string): () => Promise<ServiceDatabase> {
   };
 }
 
-async function withPostgres<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+async function withPostgres<T>(url: string, work: (client: { query(sql: string): Promise<unknown> }) => Promise<T>): Promise<T> {
+  // Loaded here: only a self-started run on PostgreSQL needs it, and the installed package does not carry it.
+  const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -586,7 +587,7 @@ class ExternalDeployment implements TargetDefinition {
     this.webhooks = {
       unavailable: caDir
         ? undefined
-        : 'set CONFORMANCE_RECEIVER_CA_DIR to a directory made by scripts/make-test-ca.sh whose ca.pem the deployment trusts (NODE_EXTRA_CA_CERTS)',
+        : 'pass --ca-dir (CONFORMANCE_RECEIVER_CA_DIR), a directory made by make-test-ca.sh whose ca.pem the deployment trusts (NODE_EXTRA_CA_CERTS)',
       caDir,
       receiverHost: env.CONFORMANCE_RECEIVER_HOST || '127.0.0.1',
       retryScheduleSeconds: retrySchedule(env, 'CONFORMANCE_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE),
@@ -635,8 +636,19 @@ function retrySchedule(env: NodeJS.ProcessEnv, name: string, fallback: number[])
 
 // ---------------------------------------------------------------- the targets of this run
 
+/** The repository the self-started service runs from; only a run inside the repository has one. */
+function repoRoot(): string {
+  if (!REPO_ROOT) throw new Error(SELF_START_UNAVAILABLE);
+  return REPO_ROOT;
+}
+
+export const SELF_START_UNAVAILABLE =
+  "Without --base-url (CONFORMANCE_BASE_URL) the suite starts the service itself, which it can only do inside the service's repository; " +
+  'this installed copy has none. Pass --base-url and --key to test a running deployment.';
+
 function defineTargets(env: NodeJS.ProcessEnv): TargetDefinition[] {
   if (env.CONFORMANCE_BASE_URL) return [new ExternalDeployment(env.CONFORMANCE_BASE_URL.replace(/\/+$/, ''), env)];
+  if (!REPO_ROOT) throw new Error(SELF_START_UNAVAILABLE);
   const targets: TargetDefinition[] = [new SelfStartedService('sqlite', sqliteDatabase)];
   if (env.TEST_POSTGRES_URL) targets.push(new SelfStartedService('postgresql', postgresDatabase(env.TEST_POSTGRES_URL)));
   return targets;
@@ -704,15 +716,14 @@ export function forEachPrivateTargetsRefusedTarget(suite: (target: Target) => vo
 export function requireKey(context: Mocha.Context, target: Target, name: KeyName): string {
   const key = target.keys[name];
   if (!key) {
-    const variable = {
-      lender: 'CONFORMANCE_LENDER_KEY',
-      otherLender: 'CONFORMANCE_OTHER_LENDER_KEY',
-      gdpr: 'CONFORMANCE_GDPR_KEY',
-      revoked: 'CONFORMANCE_REVOKED_KEY',
-      pilot: 'CONFORMANCE_PILOT_KEY',
+    const option = {
+      lender: '--key (CONFORMANCE_LENDER_KEY)',
+      otherLender: '--other-lender-key (CONFORMANCE_OTHER_LENDER_KEY)',
+      gdpr: '--gdpr-key (CONFORMANCE_GDPR_KEY)',
+      revoked: '--revoked-key (CONFORMANCE_REVOKED_KEY)',
+      pilot: '--pilot-key (CONFORMANCE_PILOT_KEY)',
     }[name];
-    context.test!.title += ` (skipped: set ${variable} to run it)`;
-    context.skip();
+    skipBecause(context, `pass ${option} to run it`);
   }
   return key;
 }
@@ -720,7 +731,6 @@ export function requireKey(context: Mocha.Context, target: Target, name: KeyName
 /** Skips the running test, with the reason, on a production deployment: synthetic creators and `test-` triggers are sandbox only (D10). */
 export function requireSandbox(context: Mocha.Context, target: Target): void {
   if (target.mode !== 'sandbox') {
-    context.test!.title += ' (skipped: needs a sandbox deployment; the lender key is a production key)';
-    context.skip();
+    skipBecause(context, 'needs a sandbox deployment; the lender key is a production key');
   }
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { forEachTarget, requireKey, requireSandbox, type ApiResponse } from './harness.ts';
 import { CREATE_PATH, createVerification, follow, getVerification, randomReference, type Verification } from './sandbox.ts';
+import { skipBecause } from './skip.ts';
 
 /**
  * Idempotency (section 4.1, D1): the same Idempotency-Key with the same payload replays the original
@@ -187,8 +188,7 @@ forEachTarget((target) => {
 
     it("another key of the same lender account replays the account's answer (the key is scoped to the lender, not the API key)", async function () {
       if (!target.operator || !target.lenderId) {
-        this.test!.title += ' (skipped: needs a self-started target, whose operator CLI can issue a second key)';
-        this.skip();
+        skipBecause(this, 'needs a self-started target, whose operator CLI can issue a second key');
       }
       const key = randomUUID();
       const body = realCreator();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { forEachTarget, PILOT_QUOTA, requireKey, type ApiResponse, type KeyName, type RequestOptions } from './harness.ts';
 import { CREATE_PATH, createVerification, randomReference, sleep } from './sandbox.ts';
+import { skipBecause } from './skip.ts';
 
 /**
  * Rate limits (section 8, D8): one quota per key for all endpoints, a fixed 60-second window that
@@ -102,8 +103,7 @@ forEachTarget((target) => {
 
     it('a sandbox key gets 1000 requests a minute (D8, P11)', async function () {
       if (!target.canOperate) {
-        this.test!.title += ' (skipped: an operator may have given the external key its own limit)';
-        this.skip();
+        skipBecause(this, 'an operator may have given the external key its own limit');
       }
       assert.equal(quotaOf(await target.api.get(PROBE_PATH)).limit, SANDBOX_QUOTA_PER_MINUTE);
     });

@@ -3,8 +3,8 @@
 # any deployment: a fresh database on the server TEST_POSTGRES_URL names, a throw-away CA for the
 # suite's webhook receiver (scripts/make-test-ca.sh), `npm start` in the background (sandbox mode,
 # trusting that CA through NODE_EXTRA_CA_CERTS, private webhook targets allowed, a retry schedule of
-# seconds), lender accounts and keys made with the operator CLI, then `npm run conformance` with the
-# CONFORMANCE_* variables set. The server is stopped, the database dropped and the CA removed on the
+# seconds), lender accounts and keys made with the operator CLI, then `npm run conformance` with
+# their keys and settings as options. The server is stopped, the database dropped and the CA removed on the
 # way out, whether the suite passed or not.
 #
 #   TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:55432/postgres conformance/run-against-server.sh
@@ -134,15 +134,17 @@ admin key revoke --key-id "$(json_field id <<<"$revoked")" >/dev/null
 
 # ---------------------------------------------------------------- the suite, as against any deployment
 
-CONFORMANCE_BASE_URL="$BASE_URL" \
-  CONFORMANCE_LENDER_KEY="$lender_key" \
-  CONFORMANCE_OTHER_LENDER_KEY="$other_lender_key" \
-  CONFORMANCE_GDPR_KEY="$gdpr_key" \
-  CONFORMANCE_PILOT_KEY="$(json_field api_key <<<"$pilot")" \
-  CONFORMANCE_REVOKED_KEY="$(json_field api_key <<<"$revoked")" \
-  CONFORMANCE_SANDBOX_DELAY_MS="$SANDBOX_DELAY_MS" \
-  CONFORMANCE_RECEIVER_CA_DIR="$CA_DIR" \
-  CONFORMANCE_RETRY_SCHEDULE="$RETRY_SCHEDULE" \
-  CONFORMANCE_WEBHOOK_TIMEOUT_MS="$WEBHOOK_TIMEOUT_MS" \
-  CONFORMANCE_PRIVATE_TARGETS_ALLOWED=1 \
-  npm run conformance
+# Extra arguments go to the suite, e.g. --junit out/junit.xml --matrix out/matrix.
+npm run -s conformance -- \
+  --base-url "$BASE_URL" \
+  --key "$lender_key" \
+  --other-lender-key "$other_lender_key" \
+  --gdpr-key "$gdpr_key" \
+  --pilot-key "$(json_field api_key <<<"$pilot")" \
+  --revoked-key "$(json_field api_key <<<"$revoked")" \
+  --sandbox-delay-ms "$SANDBOX_DELAY_MS" \
+  --ca-dir "$CA_DIR" \
+  --retry-schedule "$RETRY_SCHEDULE" \
+  --webhook-timeout-ms "$WEBHOOK_TIMEOUT_MS" \
+  --private-targets-allowed 1 \
+  "$@"

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { specPath } from './locate.ts';
 import type { ApiResponse, KeyName, RequestOptions, Target } from './harness.ts';
 
 /**
@@ -84,7 +84,7 @@ export const SYNTHETIC_CREATORS = [
   { reference: 'demo-yt-nano', tier: 'subprime' },
 ] as const;
 
-const GOLDEN_DIR = fileURLToPath(new URL('../spec/examples/tapes/', import.meta.url));
+const GOLDEN_DIR = `${specPath('examples', 'tapes')}/`;
 
 /** spec/examples/tapes/<reference>.json: the tape the sandbox must reproduce for a synthetic creator. */
 export function goldenTape(reference: string): Tape {

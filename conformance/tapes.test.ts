@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { specPath } from './locate.ts';
 import { forEachTarget, requireSandbox } from './harness.ts';
 import {
   created,
@@ -33,7 +33,7 @@ const ADDED_IN: Record<SchemaVersion, { topLevel: string[]; eligibility: string[
 };
 const ORIGINAL_PRODUCT_TYPES = ['rbf', 'term_loan', 'securitization_pool'];
 const PRODUCT_TYPES_OF_2_0_0 = ['revenue_loan', 'venture_debt', 'murabaha', 'hpp'];
-const GOLDEN_DIR = fileURLToPath(new URL('../spec/examples/tapes/', import.meta.url));
+const GOLDEN_DIR = `${specPath('examples', 'tapes')}/`;
 
 function addedAfter(version: SchemaVersion): { topLevel: string[]; eligibility: string[] } {
   const later = SCHEMA_VERSIONS.slice(SCHEMA_VERSIONS.indexOf(version) + 1);

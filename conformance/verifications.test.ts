@@ -14,6 +14,7 @@ import {
   type Verification,
 } from './sandbox.ts';
 import { assertError } from './assertions.ts';
+import { skipBecause } from './skip.ts';
 
 /**
  * POST /api/v1/verifications, GET /api/v1/verifications/{id} and its /tape (sections 4.1 to 4.3, 7;
@@ -179,8 +180,7 @@ forEachTarget((target) => {
 
     it('a verification belongs to the lender account, not the key: another key of lender A reads it', async function () {
       if (!target.operator || !target.lenderId) {
-        this.test!.title += ' (skipped: needs a self-started target, whose operator CLI can issue a second key)';
-        this.skip();
+        skipBecause(this, 'needs a self-started target, whose operator CLI can issue a second key');
       }
       const verification = await created(target, realCreator(), { key: 'lender' });
       const secondKey = await target.operator.createKey(target.lenderId, 'lender');

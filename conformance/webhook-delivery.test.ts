@@ -8,6 +8,7 @@ import { SYNTHETIC_CREATORS } from './sandbox.ts';
 import { makeTestCa, readCaDir, WebhookReceiver, type ReceivedRequest } from './webhook-receiver.ts';
 import { attemptWaitMs, finished, requireRetriesWithin, requireWebhooks, WebhookSession, type Delivery, type ReceiverEndpoint } from './webhooks.ts';
 import { assertError } from './assertions.ts';
+import { skipBecause } from './skip.ts';
 
 /**
  * Delivery (6.2, D14, P15): a non-2xx answer or no answer within WEBHOOK_TIMEOUT_MS is retried at
@@ -164,8 +165,10 @@ forEachTarget((target) => {
     it('the attempt is logged with status_code null and an error after about the timeout, and retried', async function () {
       const { timeoutMs } = target.webhooks;
       if (timeoutMs > 15_000) {
-        this.test!.title += ` (skipped: the deployment's receiver timeout is ${timeoutMs} ms; set CONFORMANCE_WEBHOOK_TIMEOUT_MS to a shorter WEBHOOK_TIMEOUT_MS)`;
-        this.skip();
+        skipBecause(
+          this,
+          `the deployment's receiver timeout is ${timeoutMs} ms; a deployment with a shorter WEBHOOK_TIMEOUT_MS, told with --webhook-timeout-ms (CONFORMANCE_WEBHOOK_TIMEOUT_MS), runs it`,
+        );
       }
       const endpoint = await session.registerReceiver('slow', ['verification.completed']);
       const { path } = endpoint;
@@ -286,8 +289,7 @@ forEachTarget((target) => {
     it('a delivery still being attempted cannot be replayed: 422 unprocessable', async function () {
       // Needs a second attempt to be due, not to wait for it: any schedule of two or more entries will do.
       if (target.webhooks.retryScheduleSeconds.length < 2) {
-        this.test!.title += ' (skipped: a schedule of one attempt leaves no delivery pending)';
-        this.skip();
+        skipBecause(this, 'a schedule of one attempt leaves no delivery pending');
       }
       const { path, webhook } = await session.registerReceiver('pending', ['verification.completed']);
       session.receiver.answerAlways(path, 500);
@@ -370,8 +372,7 @@ forEachTarget((target) => {
 
     it('a receiver whose certificate does not name the host it is reached at gets no request', async function () {
       if (target.webhooks.receiverHost !== '127.0.0.1') {
-        this.test!.title += ' (skipped: needs the receiver on 127.0.0.1, reachable as 127.0.0.2)';
-        this.skip();
+        skipBecause(this, 'needs the receiver on 127.0.0.1, reachable as 127.0.0.2');
       }
       // The suite's certificate names localhost, 127.0.0.1 and ::1; 127.0.0.2 is the same machine under another name.
       const wrongName = await WebhookReceiver.start(readCaDir(target.webhooks.caDir!), '127.0.0.2');

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { MAKE_TEST_CA } from './locate.ts';
 
 /**
  * The suite's own webhook receiver: an HTTPS server (node:https) with a certificate from a CA made
@@ -16,7 +16,6 @@ import { fileURLToPath } from 'node:url';
  * cannot hide itself.
  */
 
-const MAKE_TEST_CA = fileURLToPath(new URL('../scripts/make-test-ca.sh', import.meta.url));
 export const CA_FILES = ['ca.pem', 'server-key.pem', 'server.pem'] as const;
 
 // ---------------------------------------------------------------- signature (6.3, D15)

@@ -5,6 +5,7 @@ import { SYNTHETIC_CREATORS } from './sandbox.ts';
 import { EventContract } from './event-contract.ts';
 import { attemptWaitMs, finished, requirePrivateTargets, requireWebhooks, WEBHOOKS_PATH, WebhookSession, type WebhookResource } from './webhooks.ts';
 import { assertError, type ErrorBody } from './assertions.ts';
+import { skipBecause } from './skip.ts';
 
 /**
  * Webhook endpoints (4.5 to 4.7, D16, P13, P14): register, list, delete; what a registration is
@@ -260,8 +261,7 @@ forEachTarget((target) => {
       requireWebhooks(this, target);
       const existing = ((await session.list()).json as { data: WebhookResource[] }).data.length;
       if (existing > 20) {
-        this.test!.title += ` (skipped: the lender already has ${existing} endpoints)`;
-        this.skip();
+        skipBecause(this, `the lender already has ${existing} endpoints`);
       }
       const made: string[] = [];
       for (let i = existing; i < 20; i++) made.push((await session.register(validUrl(), ['tape.updated'])).webhook_id);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { ApiResponse, KeyName, RequestOptions, Target } from './harness.ts';
 import { CREATE_PATH, createVerification, outcomeTimeoutMs, pollIntervalMs, sleep, TERMINAL_STATES, type Verification } from './sandbox.ts';
 import { receiverFor, type WebhookReceiver } from './webhook-receiver.ts';
+import { skipBecause } from './skip.ts';
 
 /**
  * Webhook endpoints and their delivery logs as a lender uses them (4.5 to 4.7, D14, D16), for the
@@ -65,8 +66,7 @@ export interface ReceiverEndpoint {
 export function requireWebhooks(context: Mocha.Context, target: Target): void {
   const reason = target.webhooks.unavailable;
   if (reason) {
-    context.test!.title += ` (skipped: ${reason})`;
-    context.skip();
+    skipBecause(context, reason);
   }
 }
 
@@ -76,11 +76,12 @@ export function requireRetriesWithin(context: Mocha.Context, target: Target, att
   const needed = attempts === 'all' ? schedule.length : attempts;
   const offset = schedule[needed - 1];
   if (offset === undefined) {
-    context.test!.title += ` (skipped: the retry schedule ${schedule.join(',')} has fewer than ${needed} attempts)`;
-    context.skip();
+    skipBecause(context, `the retry schedule ${schedule.join(',')} has fewer than ${needed} attempts`);
   } else if (offset > MAX_WAITED_SCHEDULE_SECONDS) {
-    context.test!.title += ` (skipped: attempt ${needed} comes ${offset} s after the first; set CONFORMANCE_RETRY_SCHEDULE to a deployment schedule of at most ${MAX_WAITED_SCHEDULE_SECONDS} s)`;
-    context.skip();
+    skipBecause(
+      context,
+      `attempt ${needed} comes ${offset} s after the first; pass --retry-schedule (CONFORMANCE_RETRY_SCHEDULE) with a deployment schedule of at most ${MAX_WAITED_SCHEDULE_SECONDS} s`,
+    );
   }
 }
 
@@ -88,11 +89,12 @@ export function requireRetriesWithin(context: Mocha.Context, target: Target, att
 export function requirePrivateTargets(context: Mocha.Context, target: Target, allowed: boolean): void {
   const known = target.webhooks.privateTargetsAllowed;
   if (known === allowed) return;
-  context.test!.title +=
+  skipBecause(
+    context,
     known === undefined
-      ? " (skipped: set CONFORMANCE_PRIVATE_TARGETS_ALLOWED to 1 or 0, the deployment's WEBHOOK_ALLOW_PRIVATE_TARGETS)"
-      : ` (skipped: the deployment has WEBHOOK_ALLOW_PRIVATE_TARGETS=${known ? 1 : 0})`;
-  context.skip();
+      ? "pass --private-targets-allowed 1 or 0 (CONFORMANCE_PRIVATE_TARGETS_ALLOWED), the deployment's WEBHOOK_ALLOW_PRIVATE_TARGETS"
+      : `the deployment has WEBHOOK_ALLOW_PRIVATE_TARGETS=${known ? 1 : 0}`,
+  );
 }
 
 // ---------------------------------------------------------------- the lender the webhook tests act as

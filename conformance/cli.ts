@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import Mocha from 'mocha';
 import { REPO_ROOT, SPEC_DIR } from './locate.ts';
-import { buildMatrix, coverageProblems, matrixRows, rowsNamedIn } from './matrix.ts';
+import { buildMatrix, coverageProblems, matrixRows, rowsNamedIn, SELF_TEST } from './matrix.ts';
 import { identify, suiteReporter } from './reporter.ts';
 
 /**
@@ -153,13 +153,16 @@ async function checkCoverage(rows: Awaited<ReturnType<typeof matrixRows>>): Prom
   const mocha = new Mocha({ dryRun: true });
   for (const file of testFiles()) mocha.addFile(file);
   await mocha.loadFilesAsync();
-  const declared = new Map<string, string[]>();
+  const declared = new Map<string, { id: string; rows: string[]; selfTest: boolean }>();
   const visit = (suite: Mocha.Suite) => {
-    for (const test of suite.tests) declared.set(identify(test).id, rowsNamedIn(test.title));
+    for (const test of suite.tests) {
+      const { id } = identify(test);
+      declared.set(id, { id, rows: rowsNamedIn(test.fullTitle()), selfTest: test.fullTitle().includes(SELF_TEST) });
+    }
     suite.suites.forEach(visit);
   };
   visit(mocha.suite);
-  const tests = [...declared].map(([id, named]) => ({ id, rows: named }));
+  const tests = [...declared.values()];
   const problems = coverageProblems(buildMatrix(rows, [], tests));
   if (problems.length === 0) {
     console.log(`Coverage: ${rows.length} rows of the contract, ${tests.length} tests; every row has a test and every test names a row.`);

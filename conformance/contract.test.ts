@@ -23,7 +23,7 @@ function observed(status: number, body: unknown, headers: Record<string, string>
 }
 
 const notFound = { error: 'not_found', message: 'No verification vrf_unknown.' };
-describe('conformance checker (assertConforms)', () => {
+describe('conformance checker (assertConforms) [suite self-test]', () => {
   let contract: Contract;
   before(async function () {
     this.timeout(20_000);

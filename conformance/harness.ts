@@ -163,7 +163,10 @@ export class ApiClient {
     }
     const url = new URL(path, this.baseUrl).toString();
     if (!options.unpaced) await this.pacerFor(authorization).take();
-    const raw = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    const raw =
+      body !== undefined && (method === 'GET' || method === 'HEAD')
+        ? await requestWithBody(url, method, headers, body)
+        : await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     const text = await raw.text();
     let json: unknown;
     try {
@@ -192,6 +195,41 @@ export class ApiClient {
     if (!key) throw new Error(`The target has no "${name}" key; guard the test with requireKey(this, target, '${name}').`);
     return `Bearer ${key}`;
   }
+}
+
+/**
+ * fetch refuses a body on GET; HTTP does not, and the contract answers a malformed one with
+ * `bad_request` like on any other method, so those requests go through node:http(s).
+ */
+async function requestWithBody(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | Uint8Array,
+): Promise<{ status: number; headers: Headers; text(): Promise<string> }> {
+  const { request } = url.startsWith('https:') ? await import('node:https') : await import('node:http');
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      url,
+      { method, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, timeout: REQUEST_TIMEOUT_MS },
+      (incoming) => {
+        const chunks: Buffer[] = [];
+        incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+        incoming.on('error', reject);
+        incoming.on('end', () => {
+          const received = new Headers();
+          for (const [name, value] of Object.entries(incoming.headers)) {
+            for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) received.append(name, one);
+          }
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: incoming.statusCode ?? 0, headers: received, text: () => Promise.resolve(text) });
+        });
+      },
+    );
+    outgoing.on('timeout', () => outgoing.destroy(new Error(`${method} ${url}: no answer in ${REQUEST_TIMEOUT_MS} ms`)));
+    outgoing.on('error', reject);
+    outgoing.end(body);
+  });
 }
 
 const lowerCaseKeys = (record: Record<string, string>) => Object.fromEntries(Object.entries(record).map(([name, value]) => [name.toLowerCase(), value]));

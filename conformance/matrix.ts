@@ -17,7 +17,9 @@ import { specPath } from './locate.ts';
  * | limit | `limit:<name>` | section 8 of the service description (not in spec/ as data, so listed below) |
  *
  * A test names the rows it covers with tags in its title, `[op:createVerification 409 duplicate_request]`,
- * as many as it covers; `covers(...)` writes them. A row that no black-box test can reach (a 500 the
+ * as many as it covers; `covers(...)` writes them. Tags on a `describe` title count for every test in
+ * it. The suite's tests of its own tools (the contract checker, the webhook receiver) cover no row of
+ * the contract and say so with SELF_TEST in their describe title. A row that no black-box test can reach (a 500 the
  * suite cannot provoke, a 24-hour lifetime) is listed in NOT_TESTABLE with the reason, and shows in
  * the matrix as such.
  */
@@ -35,6 +37,9 @@ export type RowKind = (typeof ROW_KINDS)[number];
 
 const TAG = new RegExp(`\\[((?:${ROW_KINDS.join('|')}):[^\\]]+)\\]`, 'g');
 
+/** Marks the tests of the suite's own tools, which cover no row of the contract. */
+export const SELF_TEST = '[suite self-test]';
+
 /** ` [row] [row]`: the tags to append to a test's title. */
 export function covers(...rows: string[]): string {
   return rows.map((row) => ` [${row}]`).join('');
@@ -49,6 +54,7 @@ export function rowsNamedIn(title: string): string[] {
 export function withoutTags(title: string): string {
   return title
     .replace(TAG, '')
+    .replace(SELF_TEST, '')
     .replace(/\s{2,}/g, ' ')
     .trim();
 }
@@ -168,6 +174,7 @@ function errorCodesOf(response: JsonObject): string[] {
 export type Outcome = 'passed' | 'failed' | 'skipped';
 
 export interface TestRecord {
+  selfTest?: boolean;
   /** Full title without the target and the tags: the same on every target. */
   id: string;
   target: string;
@@ -191,12 +198,12 @@ export interface Matrix {
   untagged: string[];
 }
 
-export function buildMatrix(rows: MatrixRow[], records: TestRecord[], declared: Array<{ id: string; rows: string[] }> = records): Matrix {
+export function buildMatrix(rows: MatrixRow[], records: TestRecord[], declared: Array<{ id: string; rows: string[]; selfTest?: boolean }> = records): Matrix {
   const known = new Set(rows.map((r) => r.id));
   const unknownRows: Matrix['unknownRows'] = [];
   const untagged = new Set<string>();
   for (const test of declared) {
-    if (test.rows.length === 0) untagged.add(test.id);
+    if (test.rows.length === 0 && !test.selfTest) untagged.add(test.id);
     for (const name of test.rows) if (!known.has(name)) unknownRows.push({ test: test.id, row: name });
   }
   const declaredFor = new Map<string, Set<string>>();

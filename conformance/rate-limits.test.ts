@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { forEachTarget, PILOT_QUOTA, requireKey, type ApiResponse, type KeyName, type RequestOptions } from './harness.ts';
+import { covers } from './matrix.ts';
+import { sweptOperations } from './operations.ts';
 import { CREATE_PATH, createVerification, randomReference, sleep } from './sandbox.ts';
 import { skipBecause } from './skip.ts';
 
@@ -171,6 +173,31 @@ forEachTarget((target) => {
       const other = await target.api.get(`${CREATE_PATH}/vrf_unknown`, { key: 'lender' });
       assert.equal(other.status, 404, other.text);
     });
+
+    // One quota for all endpoints (section 8): once the key's quota is spent, every operation is refused.
+    for (const operation of sweptOperations().filter(({ role }) => role !== null)) {
+      it(`${operation.operationId}: refused with 429 rate_limited while the key's quota is spent${covers(`op:${operation.operationId} 429 rate_limited`)}`, async function () {
+        requireKey(this, target, 'pilot');
+        const statuses: number[] = [];
+        // Spend the burst (or find the minute already spent), then ask at once; a second boundary
+        // passing between the two gives the burst back, so a few rounds are allowed.
+        for (let round = 0; round < 5; round++) {
+          await Promise.all(Array.from({ length: PILOT_QUOTA.burst + 1 }, () => target.api.get(PROBE_PATH, { key: 'pilot', unpaced: true })));
+          const response = await target.api.request(operation.method, operation.path, {
+            key: 'pilot',
+            unpaced: true,
+            headers: operation.headers,
+            ...(operation.body === undefined ? {} : { json: operation.body }),
+          });
+          if (response.status === 429) {
+            assertRateLimited(response);
+            return;
+          }
+          statuses.push(response.status);
+        }
+        assert.fail(`${operation.method} ${operation.path} was never refused with the quota spent: ${statuses.join(', ')}`);
+      });
+    }
   });
 
   describe('security: requests without a valid key are limited per client address (D8)', function () {

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Mocha from 'mocha';
-import { buildMatrix, matrixMarkdown, rowsNamedIn, withoutTags, type MatrixRow, type Outcome, type TestRecord } from './matrix.ts';
+import { buildMatrix, matrixMarkdown, rowsNamedIn, SELF_TEST, withoutTags, type MatrixRow, type Outcome, type TestRecord } from './matrix.ts';
 import { skipReasonOf } from './skip.ts';
 
 /**
@@ -44,7 +44,8 @@ export function suiteReporter(report: ReportOptions): new (runner: Mocha.Runner,
           id,
           target,
           outcome,
-          rows: rowsNamedIn(test.title),
+          rows: rowsNamedIn(test.fullTitle()),
+          selfTest: test.fullTitle().includes(SELF_TEST),
           ...(skipReason ? { skipReason } : {}),
           ...(error ? { error: error.message } : {}),
           durationMs: test.duration ?? 0,

@@ -28,7 +28,7 @@ function signedExamples(): Array<{ message: string; event: string; headers: Reco
   );
 }
 
-describe('conformance webhook tools: the signature check (6.3, D15)', () => {
+describe('conformance webhook tools: the signature check (6.3, D15) [suite self-test]', () => {
   it('verifies every signed example of spec/asyncapi.yaml, as sha256=<hex> and as bare hex', () => {
     const examples = signedExamples();
     assert.equal(new Set(examples.map((e) => e.event)).size, EventContract.load().eventNames.length, 'one signed example per event');
@@ -77,7 +77,7 @@ describe('conformance webhook tools: the signature check (6.3, D15)', () => {
   });
 });
 
-describe('conformance webhook tools: the receiver', () => {
+describe('conformance webhook tools: the receiver [suite self-test]', () => {
   let ca: TestCa;
   let receiver: WebhookReceiver;
 

@@ -27,7 +27,7 @@ function assertUnauthorized(response: ApiResponse, ...keysThatMustNotLeak: strin
 }
 
 forEachTarget((target) => {
-  describe('security: authentication (401 unauthorized)', () => {
+  describe('security: authentication (401 unauthorized) [header:Authorization]', () => {
     it('accepts the lender key, so the refusals below are about the header and nothing else', async () => {
       const response = await target.api.get(PROTECTED_PATH);
       assert.equal(response.status, 404);
@@ -120,7 +120,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('security: roles (403 forbidden)', () => {
+  describe('security: roles (403 forbidden) [header:Authorization]', () => {
     it('refuses a gdpr_admin key on GET /api/v1/verifications/{id}', async function () {
       requireKey(this, target, 'gdpr');
       const response = await target.api.get(PROTECTED_PATH, { key: 'gdpr' });

@@ -17,7 +17,7 @@ const METRICS = ['monthly_revenue_avg_eur', 'revenue_volatility_cv', 'platform_h
 forEachTarget((target: Target) => {
   const benchmarkPath = (id: string) => `/api/v1/benchmarks/${id}`;
 
-  describe('happy: a peer benchmark (4.4)', () => {
+  describe('happy: a peer benchmark (4.4) [op:getBenchmark 200]', () => {
     it('places a completed tape among its product type: every metric with value, percentile and quartiles', async function () {
       requireSandbox(this, target);
       const created = await createVerification(target, { obligor_reference: 'demo-yt-mid', creator_platforms: ['youtube'], product_type: 'term_loan' });
@@ -38,7 +38,7 @@ forEachTarget((target: Target) => {
     });
   });
 
-  describe('errors: peer benchmarks (4.4, section 7)', () => {
+  describe('errors: peer benchmarks (4.4, section 7) [op:getBenchmark 404 not_found]', () => {
     it('an unknown verification, or one that is not completed: 404 not_found', async () => {
       assertError(await target.api.get(benchmarkPath(`vrf_${randomUUID().replace(/-/g, '')}`), { key: 'lender' }), 404, 'not_found');
       const created = await createVerification(target, { obligor_reference: randomReference('conformance-benchmark-'), creator_platforms: ['stripe'] });

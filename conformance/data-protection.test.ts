@@ -40,7 +40,7 @@ forEachTarget((target: Target) => {
     return response.json as Verification;
   };
 
-  describe('errors: data-protection requests (4.8, section 7)', () => {
+  describe('errors: data-protection requests (4.8, section 7) [op:gdprAccess 404 not_found] [op:gdprExport 404 not_found] [op:gdprErase 404 not_found]', () => {
     for (const [method, path] of [
       ['GET', '/api/v1/gdpr/access'],
       ['GET', '/api/v1/gdpr/export'],
@@ -95,7 +95,7 @@ forEachTarget((target: Target) => {
     });
   });
 
-  describe('happy: access, export and erase a creator (4.8)', () => {
+  describe('happy: access, export and erase a creator (4.8) [op:gdprAccess 200] [op:gdprExport 200] [op:gdprErase 200]', () => {
     it('access: every verification of the creator, with its consent session, purposes and retention', async function () {
       requireKey(this, target, 'gdpr');
       const reference = randomReference('conformance-gdpr-');

@@ -19,7 +19,7 @@ forEachTarget((target) => {
   const createVerification = (options: RequestOptions) =>
     target.api.post(CREATE_PATH, { ...options, headers: { 'idempotency-key': randomUUID(), ...options.headers } });
 
-  describe('errors: not_found (404)', () => {
+  describe('errors: not_found (404) [op:unknown route 404 not_found] [op:getVerification 404 not_found]', () => {
     it('answers an unknown verification id', async () => {
       assertError(await target.api.get('/api/v1/verifications/vrf_unknown'), 404, 'not_found');
     });
@@ -68,7 +68,7 @@ forEachTarget((target) => {
     }
   });
 
-  describe('errors: a documented path with a trailing slash or in other letter case is an unknown route (D7, P8)', () => {
+  describe('errors: a documented path with a trailing slash or in other letter case is an unknown route (D7, P8) [op:unknown route 404 not_found]', () => {
     const completedId = async () => {
       const response = await createVerification({ json: { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] } });
       assert.equal(response.status, 201, response.text);
@@ -110,14 +110,14 @@ forEachTarget((target) => {
     });
   });
 
-  describe('errors: requests the HTTP layer refuses (D7)', () => {
+  describe('errors: requests the HTTP layer refuses (D7) [op:unknown route 404 not_found]', () => {
     it('answers a request head over the server limit with a JSON error from the catalogue', async () => {
       const response = await target.api.get('/api/v1/verifications/vrf_unknown', { headers: { 'x-padding': 'p'.repeat(20 * 1024) } });
       assertError(response, 400, 'bad_request');
     });
   });
 
-  describe('errors: bad_request vs validation_error on POST /api/v1/verifications (D4)', () => {
+  describe('errors: bad_request vs validation_error on POST /api/v1/verifications (D4) [op:createVerification 400 bad_request] [op:createVerification 400 validation_error] [limit:obligor_reference length]', () => {
     it('lets the unbroken request through validation, so each refusal below is about its one defect', async () => {
       const response = await createVerification({ json: validCreateBody() });
       assert.equal(response.status, 201, response.text);

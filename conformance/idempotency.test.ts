@@ -41,7 +41,7 @@ forEachTarget((target) => {
     creator_platforms: ['youtube', 'stripe'] as Array<'youtube' | 'stripe'>,
   });
 
-  describe('happy: idempotent replay (section 4.1, D1)', function () {
+  describe('happy: idempotent replay (section 4.1, D1) [op:createVerification 201] [header:Idempotency-Key] [header:Idempotent-Replayed]', function () {
     this.timeout(target.sandboxDelayMs * 2 + 30_000);
 
     it('same key, same payload: the original status and body with Idempotent-Replayed: true, and the same single verification', async () => {
@@ -138,7 +138,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('errors: duplicate_request (409) for a key reused with another payload', () => {
+  describe('errors: duplicate_request (409) for a key reused with another payload [op:createVerification 409 duplicate_request] [header:Idempotency-Key]', () => {
     it('another obligor_reference with the same key is 409 duplicate_request, and the key still replays its first answer', async () => {
       const key = randomUUID();
       const body = realCreator();
@@ -163,7 +163,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('security: Idempotency-Keys belong to one lender account', () => {
+  describe('security: Idempotency-Keys belong to one lender account [header:Idempotency-Key]', () => {
     it("another lender using the same key with the same payload gets its own new verification, and neither sees the other's", async function () {
       requireKey(this, target, 'otherLender');
       const key = randomUUID();

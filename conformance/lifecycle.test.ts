@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { loadContract } from './contract.ts';
+import { covers } from './matrix.ts';
 import { forEachTarget, requireSandbox, type ApiResponse, type Target } from './harness.ts';
 import {
   assertResourceInvariants,
@@ -60,6 +61,9 @@ const SCENARIOS: Scenario[] = [
 const SYNTHETIC = 'synthetic creators (section 2.6)';
 
 /** Which scenarios reach each row of the table. Kept by hand: a new row in the contract must be added here. */
+/** `pending_consent -[consent_completed]-> processing` → the matrix row `transition:pending_consent->processing`. */
+const transitionTag = (key: string) => `transition:${key.replace(/^\(creation\)/, 'new').replace(/ -\[[^\]]*\]-> /, '->')}`;
+
 const COVERAGE: Record<string, string[]> = {
   '(creation) -[created]-> pending_consent': [
     'real creator',
@@ -123,7 +127,7 @@ function startWalks(target: Target): Map<string, Promise<Walk>> {
 }
 
 forEachTarget((target) => {
-  describe('happy: the state table (x-transitions), walked in the sandbox', function () {
+  describe('happy: the state table (x-transitions), walked in the sandbox [op:getVerification 200] [limit:consent session]', function () {
     // Every walk runs concurrently: one sandbox delay to the outcome, one more to see it stay put.
     this.timeout(target.sandboxDelayMs * 3 + 30_000);
     let walks: Map<string, Promise<Walk>>;
@@ -149,7 +153,7 @@ forEachTarget((target) => {
     });
 
     for (const [key, scenarioNames] of Object.entries(COVERAGE)) {
-      it(`row ${key}: observed with ${scenarioNames.join(', ')}`, async () => {
+      it(`row ${key}: observed with ${scenarioNames.join(', ')}${covers(transitionTag(key))}`, async () => {
         const row = (await transitionRows()).find((candidate) => rowKey(candidate) === key);
         assert.ok(row, `x-transitions has no row ${key}`);
         for (const { name, walk: seen } of await scenarioWalks(scenarioNames)) {

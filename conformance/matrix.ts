@@ -15,6 +15,9 @@ import { specPath } from './locate.ts';
  * | tape | `tape:<version>` | the files of schemas/tape |
  * | header | `header:<name>` | components.headers and header parameters of openapi.yaml, its bearer scheme (`Authorization`), and the DeliveryHeaders of asyncapi.yaml |
  * | limit | `limit:<name>` | section 8 of the service description (not in spec/ as data, so listed below) |
+ * | delivery | `delivery:<name>` | section 6.2 and D14 to D16 (listed below) |
+ *
+ * Plus `op:unknown route 404 not_found`: a path or method the contract does not list (its info, D7).
  *
  * A test names the rows it covers with tags in its title, `[op:createVerification 409 duplicate_request]`,
  * as many as it covers; `covers(...)` writes them. Tags on a `describe` title count for every test in
@@ -32,7 +35,7 @@ export interface MatrixRow {
   notTestable?: string;
 }
 
-export const ROW_KINDS = ['op', 'transition', 'event', 'tape', 'header', 'limit'] as const;
+export const ROW_KINDS = ['op', 'transition', 'event', 'tape', 'header', 'limit', 'delivery'] as const;
 export type RowKind = (typeof ROW_KINDS)[number];
 
 const TAG = new RegExp(`\\[((?:${ROW_KINDS.join('|')}):[^\\]]+)\\]`, 'g');
@@ -81,6 +84,15 @@ const LIMITS: Array<{ name: string; description: string; notTestable?: string }>
   { name: 'webhook endpoints per lender', description: 'at most 20 webhook endpoints per lender account (P14)' },
 ];
 
+/** Section 6.2 (delivery) with D14 (retries), D15 and D16 (receivers), P15 (replay). */
+const DELIVERY: Array<{ name: string; description: string }> = [
+  { name: 'acknowledgement', description: 'a delivery is an HTTPS POST of JSON; any 2xx acknowledges it' },
+  { name: 'retry', description: 'a non-2xx answer or a timeout is retried on the schedule, same delivery id and bytes' },
+  { name: 'failed and replayed', description: 'after the last attempt the delivery is failed; a replay sends it again (P15)' },
+  { name: 'verified https', description: "the receiver's certificate is verified; an untrusted or misnamed one gets nothing (D16)" },
+  { name: 'private targets refused', description: 'with WEBHOOK_ALLOW_PRIVATE_TARGETS off, private and reserved addresses are refused (D16)' },
+];
+
 /** Statuses no black-box run can provoke on a healthy deployment. */
 const UNPROVOKABLE: Record<string, string> = {
   '500': 'an unexpected server error cannot be provoked from outside; its shape is checked by the contract checker on made-up responses (contract.test)',
@@ -114,6 +126,8 @@ export async function matrixRows(): Promise<MatrixRow[]> {
     }
   }
 
+  rows.push(row('op', 'unknown route 404 not_found', 'a path or method the contract does not list is 404 not_found (D7)'));
+
   const statusSchema = (document.components?.schemas?.VerificationStatus ?? {}) as {
     'x-transitions'?: Array<{ from: string | null; to: string; trigger: string; emits: string | null }>;
   };
@@ -142,6 +156,7 @@ export async function matrixRows(): Promise<MatrixRow[]> {
   for (const [name, description] of headers) rows.push(row('header', name, description));
 
   for (const limit of LIMITS) rows.push(row('limit', limit.name, limit.description, limit.notTestable));
+  for (const delivery of DELIVERY) rows.push(row('delivery', delivery.name, delivery.description));
   return rows;
 }
 

@@ -31,7 +31,7 @@ export function sweptOperations(): SweptOperation[] {
   const operations: SweptOperation[] = [];
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     for (const method of ['get', 'post', 'put', 'patch', 'delete'] as const) {
-      const operation = item[method] as OperationObject | undefined;
+      const operation: OperationObject | undefined = item[method];
       if (!operation) continue;
       const security = (operation.security ?? document.security) as Array<Record<string, string[]>> | undefined;
       const scopes = security?.[0]?.bearerAuth;

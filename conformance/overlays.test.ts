@@ -56,7 +56,7 @@ forEachTarget((target: Target) => {
     return response.json as Tape;
   };
 
-  describe('happy: attach an overlay to a completed tape (4.9, D20)', () => {
+  describe('happy: attach an overlay to a completed tape (4.9, D20) [op:createOverlay 201]', () => {
     it('a sharia_screening overlay decides islamic_compliance; the income figures and tape_generated_at stay as they were', async function () {
       requireSandbox(this, target);
       const verification = await completedMurabaha();
@@ -127,7 +127,7 @@ forEachTarget((target: Target) => {
       assert.equal(tape.islamic_compliance?.status, 'pending', 'only a sharia_screening decides islamic_compliance');
     });
 
-    it('with an Idempotency-Key: the same request is answered again without a second overlay; another body is 409', async function () {
+    it('with an Idempotency-Key: the same request is answered again without a second overlay; another body is 409 [op:createOverlay 409 duplicate_request] [header:Idempotency-Key]', async function () {
       requireSandbox(this, target);
       const verification = await completedMurabaha();
       const idempotencyKey = randomUUID();
@@ -142,7 +142,7 @@ forEachTarget((target: Target) => {
     });
   });
 
-  describe('errors: overlays (4.9, section 7)', () => {
+  describe('errors: overlays (4.9, section 7) [op:createOverlay 404 not_found] [op:createOverlay 422 unprocessable] [op:createOverlay 400 validation_error]', () => {
     it('a verification that is not completed: 422 unprocessable naming its status', async () => {
       const created = await createVerification(target, { obligor_reference: randomReference('conformance-overlay-'), creator_platforms: ['stripe'] });
       const verification = created.json as Verification;
@@ -196,7 +196,7 @@ forEachTarget((target: Target) => {
     });
   });
 
-  describe('happy: tape.updated to subscribed endpoints (6.1, D13)', function () {
+  describe('happy: tape.updated to subscribed endpoints (6.1, D13) [event:tape.updated] [header:X-Service-Signature] [header:X-Service-Event] [header:X-Service-Delivery]', function () {
     this.timeout(attemptWaitMs(target, 1) * 2 + 30_000);
     let session: WebhookSession | undefined;
 

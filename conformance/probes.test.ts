@@ -5,7 +5,7 @@ import { forEachTarget } from './harness.ts';
 /** Happy paths available at this stage: the probes, the published contract and its docs page. */
 
 forEachTarget((target) => {
-  describe('happy: probes and published documents', () => {
+  describe('happy: probes and published documents [op:getHealth 200] [op:getReadiness 200]', () => {
     it('GET /healthz answers 200 {status: ok}', async () => {
       const response = await target.api.get('/healthz', { key: null });
       assert.equal(response.status, 200);
@@ -57,7 +57,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('rate-limit headers (D8)', () => {
+  describe('rate-limit headers (D8) [header:X-RateLimit-Limit] [header:X-RateLimit-Remaining] [header:X-RateLimit-Reset]', () => {
     it('every /api/v1 response, errors included, carries X-RateLimit-Limit/Remaining/Reset', async () => {
       const responses = [
         await target.api.get('/api/v1/verifications/vrf_unknown'),

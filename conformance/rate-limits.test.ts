@@ -69,7 +69,7 @@ const unissuedKey = (mode: string) =>
   `${mode === 'production' ? 'civ_live_' : 'civ_test_'}${Array.from(randomBytes(40), (byte) => BASE62[byte % BASE62.length]).join('')}`;
 
 forEachTarget((target) => {
-  describe('happy: rate-limit headers (D8)', () => {
+  describe('happy: rate-limit headers (D8) [header:X-RateLimit-Limit] [header:X-RateLimit-Remaining] [header:X-RateLimit-Reset] [limit:sandbox quota] [limit:quota scope]', () => {
     it('on successes and errors alike, one quota for all endpoints: Remaining goes down by one with each request', async () => {
       const key: KeyName = 'lender';
       const requests: Array<() => Promise<ApiResponse>> = [
@@ -116,7 +116,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('errors: rate_limited (429) on the pilot key (60/min, burst 10)', function () {
+  describe('errors: rate_limited (429) on the pilot key (60/min, burst 10) [limit:pilot quota] [header:Retry-After]', function () {
     this.timeout(60_000);
 
     it(`${BURST_REQUESTS} requests at once trip the burst limit of 10: 429 rate_limited with Retry-After and the rate headers; waiting Retry-After is enough`, async function () {
@@ -174,6 +174,12 @@ forEachTarget((target) => {
       assert.equal(other.status, 404, other.text);
     });
 
+    it(`a production key gets 300 requests a minute (section 8)${covers('limit:production quota', 'header:X-RateLimit-Limit')}`, async function () {
+      if (target.mode !== 'production') skipBecause(this, 'needs a production deployment (a civ_live_ key); this one is a sandbox');
+      const response = await target.api.get(PROBE_PATH);
+      assert.equal(quotaOf(response).limit, 300, response.text);
+    });
+
     // One quota for all endpoints (section 8): once the key's quota is spent, every operation is refused.
     for (const operation of sweptOperations().filter(({ role }) => role !== null)) {
       it(`${operation.operationId}: refused with 429 rate_limited while the key's quota is spent${covers(`op:${operation.operationId} 429 rate_limited`)}`, async function () {
@@ -200,7 +206,7 @@ forEachTarget((target) => {
     }
   });
 
-  describe('security: requests without a valid key are limited per client address (D8)', function () {
+  describe('security: requests without a valid key are limited per client address (D8) [limit:quota scope] [header:Retry-After]', function () {
     this.timeout(30_000);
 
     it(`${ANONYMOUS_BURST_REQUESTS} requests at once with keys nobody issued: some are refused 429 rate_limited, so guessing keys is slow`, async () => {

@@ -101,7 +101,7 @@ function assertTapeConsistent(tape: Tape, verification: Verification, context: s
 forEachTarget((target) => {
   const platformsOf = (reference: string) => goldenTape(reference).obligor.connected_platforms as Verification['creator_platforms'];
 
-  describe('happy: the nine synthetic creators reproduce their golden tapes (section 2.6)', function () {
+  describe('happy: the nine synthetic creators reproduce their golden tapes (section 2.6) [transition:new->completed] [op:getVerificationTape 200]', function () {
     this.timeout(30_000);
     const verifications = new Map<string, Verification>();
     const tapes = new Map<string, Tape>();
@@ -157,7 +157,7 @@ forEachTarget((target) => {
     }
   });
 
-  describe('happy: every tape at every schema version (D5)', function () {
+  describe('happy: every tape at every schema version (D5) [tape:1.0.0] [tape:1.1.0] [tape:1.2.0] [tape:2.0.0] [op:getVerificationTape 200]', function () {
     this.timeout(target.sandboxDelayMs * 2 + 30_000);
     interface Subject {
       name: string;
@@ -236,7 +236,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('errors: tapes of the 2.0.0 product types at 1.x are unprocessable (P6)', function () {
+  describe('errors: tapes of the 2.0.0 product types at 1.x are unprocessable (P6) [op:getVerificationTape 422 unprocessable]', function () {
     this.timeout(30_000);
     const byProduct = new Map<string, Verification>();
 

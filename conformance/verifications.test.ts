@@ -34,7 +34,7 @@ forEachTarget((target) => {
     ...extra,
   });
 
-  describe('happy: create a verification and read it back (4.1, 4.2, D1 to D3)', () => {
+  describe('happy: create a verification and read it back (4.1, 4.2, D1 to D3) [op:createVerification 201] [op:getVerification 200] [transition:new->pending_consent]', () => {
     it('a real creator: 201 pending_consent with the whole resource, nothing connected yet, defaults applied', async () => {
       const body = realCreator();
       const started = Date.now();
@@ -101,7 +101,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('errors: GET /api/v1/verifications/{id}/tape (4.3, D5)', () => {
+  describe('errors: GET /api/v1/verifications/{id}/tape (4.3, D5) [op:getVerificationTape 404 not_found] [op:getVerificationTape 400 validation_error]', () => {
     it('a verification that is not completed: 404 not_found whose message names its status (pending_consent)', async () => {
       const verification = await created(target, realCreator());
       const body = assertError(await getTape(target, verification.verification_id), 404, 'not_found');
@@ -129,7 +129,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('errors: POST /api/v1/verifications, the rows of section 7', () => {
+  describe('errors: POST /api/v1/verifications, the rows of section 7 [op:createVerification 400 validation_error] [op:createVerification 401 unauthorized]', () => {
     it('a missing bearer header with a valid body: 401 unauthorized', async () => {
       assertError(await target.api.post(CREATE_PATH, { key: null, json: realCreator(), headers: { 'idempotency-key': randomUUID() } }), 401, 'unauthorized');
     });
@@ -146,7 +146,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('security: tenant isolation (4.2, section 7: "unknown ID or other lender\'s")', () => {
+  describe('security: tenant isolation (4.2, section 7: "unknown ID or other lender\'s") [op:getVerification 404 not_found] [op:getVerificationTape 404 not_found]', () => {
     const paths = (id: string) => [`${CREATE_PATH}/${id}`, `${CREATE_PATH}/${id}/tape`, `${CREATE_PATH}/${id}/tape?schema_version=1.0.0`];
 
     async function assertInvisibleToOtherLender(id: string): Promise<void> {

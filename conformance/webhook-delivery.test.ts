@@ -83,7 +83,7 @@ forEachTarget((target) => {
     });
   };
 
-  describe('happy: a delivery answered with a 500 is retried (6.2, D14)', () => {
+  describe('happy: a delivery answered with a 500 is retried (6.2, D14) [delivery:retry] [op:listWebhookDeliveries 200] [header:X-Service-Delivery]', () => {
     it('500 then 200: two requests with the same X-Service-Delivery and the same bytes; the log shows [500, 200], succeeded', async function () {
       requireRetriesWithin(this, target, 2);
       const rows = await transitionRows();
@@ -161,7 +161,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('happy: a receiver slower than WEBHOOK_TIMEOUT_MS (6.2)', () => {
+  describe('happy: a receiver slower than WEBHOOK_TIMEOUT_MS (6.2) [limit:webhook receiver timeout] [delivery:retry]', () => {
     it('the attempt is logged with status_code null and an error after about the timeout, and retried', async function () {
       const { timeoutMs } = target.webhooks;
       if (timeoutMs > 15_000) {
@@ -207,7 +207,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('happy: a delivery that never succeeds, and its replay (D14, P15)', () => {
+  describe('happy: a delivery that never succeeds, and its replay (D14, P15) [delivery:failed and replayed] [op:replayWebhookDelivery 202] [op:replayWebhookDelivery 422 unprocessable]', () => {
     it('always 500: one attempt per schedule entry at its offset, then failed with next_attempt_at null', async function () {
       requireRetriesWithin(this, target, 'all');
       const schedule = target.webhooks.retryScheduleSeconds;
@@ -326,7 +326,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('happy: deleting an endpoint stops its retries', () => {
+  describe('happy: deleting an endpoint stops its retries [op:deleteWebhook 204] [delivery:retry]', () => {
     it('after DELETE, a delivery still being retried is not sent again, while the same event keeps being retried to an endpoint beside it', async function () {
       requireRetriesWithin(this, target, 'all');
       const schedule = target.webhooks.retryScheduleSeconds;
@@ -346,7 +346,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe("security: receivers' certificates are verified (D16)", () => {
+  describe("security: receivers' certificates are verified (D16) [delivery:verified https]", () => {
     it('a receiver whose certificate comes from a CA the service does not trust gets no request; the attempt is logged without a status and with an error', async function () {
       const other = makeTestCa();
       const untrusted = await WebhookReceiver.start(other, target.webhooks.receiverHost);
@@ -396,7 +396,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('errors and security: replays (P15)', () => {
+  describe('errors and security: replays (P15) [op:replayWebhookDelivery 404 not_found]', () => {
     it('an unknown delivery id, or one of another endpoint of the same lender: 404 not_found', async () => {
       const { endpoint, verificationId } = await oneEvent('replay-404');
       const other = await session.registerReceiver('replay-404-other', ['tape.updated']);

@@ -112,7 +112,7 @@ const expectedFor = (watched: Watched, events: readonly string[]) =>
   watched.moves.map((row) => row.emits).filter((emits): emits is string => emits !== null && events.includes(emits));
 
 forEachTarget((target) => {
-  describe('happy: events to subscribed endpoints (6.1, D13, D14, x-transitions)', function () {
+  describe('happy: events to subscribed endpoints (6.1, D13, D14, x-transitions) [event:verification.completed] [event:verification.failed] [event:verification.expired] [header:X-Service-Signature] [header:X-Service-Event] [header:X-Service-Delivery] [delivery:acknowledgement] [op:listWebhookDeliveries 200]', function () {
     this.timeout(target.sandboxDelayMs + attemptWaitMs(target, 1) * 2 + 30_000);
     let run: Promise<EventRun>;
     let session: WebhookSession | undefined;

@@ -116,7 +116,7 @@ forEachTarget((target) => {
     await session?.cleanup();
   });
 
-  describe('happy: register, list and delete webhook endpoints (4.5 to 4.7, D16)', () => {
+  describe('happy: register, list and delete webhook endpoints (4.5 to 4.7, D16) [op:createWebhook 201] [op:listWebhooks 200] [op:deleteWebhook 204] [op:deleteWebhook 404 not_found]', () => {
     it('POST /webhooks: 201 with webhook_id, url, events, created_at and the whsec_ secret, shown only here', async function () {
       requireWebhooks(this, target);
       const url = session.receiver.urlFor(session.receiver.newPath('create'));
@@ -203,7 +203,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('errors: what a registration is refused for (4.5, D4, D16, P14)', () => {
+  describe('errors: what a registration is refused for (4.5, D4, D16, P14) [op:createWebhook 400 validation_error] [op:createWebhook 422 unprocessable] [limit:webhook endpoints per lender]', () => {
     const validUrl = () => (target.webhooks.unavailable ? 'https://hooks.conformance.invalid/x' : session.receiver.urlFor(session.receiver.newPath('valid')));
 
     it('an http:// URL: 400 validation_error naming url', async function () {
@@ -297,7 +297,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('security: who may manage webhook endpoints (section 5, D9)', () => {
+  describe('security: who may manage webhook endpoints (section 5, D9) [header:Authorization] [op:deleteWebhook 404 not_found] [op:listWebhookDeliveries 404 not_found]', () => {
     const operations = (id: string) => [
       {
         name: 'POST /webhooks',
@@ -373,7 +373,7 @@ forEachTarget((target) => {
 });
 
 forEachPrivateTargetsRefusedTarget((target: Target) => {
-  describe('security: private webhook targets refused (D16, WEBHOOK_ALLOW_PRIVATE_TARGETS off)', () => {
+  describe('security: private webhook targets refused (D16, WEBHOOK_ALLOW_PRIVATE_TARGETS off) [delivery:private targets refused]', () => {
     const create = (url: string) => target.api.post(WEBHOOKS_PATH, { json: { url, events: ['tape.updated'] } });
 
     for (const url of PRIVATE_TARGETS) {

@@ -5,13 +5,13 @@ const root = new URL('../..', import.meta.url).pathname;
 
 /**
  * A real server process, as `npm start` runs it, on a free loopback port: for tests that kill it.
- * `env` adds to (and overrides) the test's own environment; the base URL is returned once `/readyz`
- * answers.
+ * `env` adds to (and overrides) the test's own environment, `nodeArgs` go to node (a profiler's flags);
+ * the base URL is returned once `/readyz` answers.
  */
-export async function startServerProcess(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
+export async function startServerProcess(env: Record<string, string>, options: { nodeArgs?: string[] } = {}): Promise<{ child: ChildProcess; base: string }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/server.ts'], {
     cwd: root,
     env: { ...process.env, PORT: String(port), LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],

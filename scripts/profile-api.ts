@@ -1,0 +1,132 @@
+// `npm run profile:api -- [status|tape|create]`: where one endpoint's time goes. Starts the service
+// as `npm start` does, under `node --cpu-prof`, loads the endpoint with autocannon (50 connections,
+// PROFILE_SECONDS, default 10), stops the server so the profile is written, and prints the main
+// thread's time by package and by function (self time), and the inclusive time of the frames that
+// take the most. The .cpuprofile file is kept (its path is printed) for a flame graph in Chrome's
+// DevTools or speedscope. PROFILE_DATABASE_URL picks the database (default: a fresh SQLite file).
+// docs/performance.md reads these figures.
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import autocannon from 'autocannon';
+import { Command, Option } from 'commander';
+import { startServerProcess } from '../test/support/server-process.ts';
+import { runAdmin } from '../src/admin/run-admin.ts';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+const root = new URL('..', import.meta.url).pathname;
+
+/** Where a frame's code lives: an npm package, a file of ours, a Node built-in, or V8's own bucket. */
+function ownerOf(frame: ProfileNode['callFrame']): string {
+  const { url, functionName } = frame;
+  if (!url) return functionName || '(native)';
+  const inPackage = url.split('node_modules/').pop()!;
+  if (inPackage !== url)
+    return inPackage
+      .split('/')
+      .slice(0, inPackage.startsWith('@') ? 2 : 1)
+      .join('/');
+  if (url.startsWith('node:')) return url;
+  return relative(root, new URL(url).pathname);
+}
+
+function report(profile: CpuProfile, top: number): void {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+  const servesHttp = (id: number | undefined): boolean =>
+    id !== undefined && (byId.get(id)!.callFrame.functionName === 'parserOnIncoming' || servesHttp(parentOf.get(id)));
+  // Start-up (module loading, schema compilation) is not the hot path: samples count from the first
+  // HTTP request on, which comes after the server listens.
+  const first = profile.samples.findIndex((id) => servesHttp(id));
+  const self = new Map<number, number>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    if (i < first) return;
+    const dt = profile.timeDeltas[i] ?? 0;
+    self.set(id, (self.get(id) ?? 0) + dt);
+    total += dt;
+  });
+  const sum = (keyOf: (node: ProfileNode) => string) => {
+    const sums = new Map<string, number>();
+    for (const [id, time] of self) sums.set(keyOf(byId.get(id)!), (sums.get(keyOf(byId.get(id)!)) ?? 0) + time);
+    return sums;
+  };
+  const inclusive = new Map<string, number>();
+  const walk = (id: number): number => {
+    const node = byId.get(id)!;
+    const time = (self.get(id) ?? 0) + (node.children ?? []).reduce((acc, child) => acc + walk(child), 0);
+    const key = `${node.callFrame.functionName || '(anonymous)'} ${ownerOf(node.callFrame)}:${node.callFrame.lineNumber + 1}`;
+    inclusive.set(key, Math.max(inclusive.get(key) ?? 0, time));
+    return time;
+  };
+  walk(profile.nodes[0]!.id);
+  const print = (title: string, sums: Map<string, number>) => {
+    console.log(`\n${title}`);
+    for (const [key, time] of [...sums].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * time) / total).toFixed(1).padStart(6)} %  ${key}`);
+  };
+  print(
+    'self time by package or file',
+    sum((node) => ownerOf(node.callFrame)),
+  );
+  print(
+    'self time by function',
+    sum((node) => `${node.callFrame.functionName || '(anonymous)'} ${ownerOf(node.callFrame)}:${node.callFrame.lineNumber + 1}`),
+  );
+  print('inclusive time', inclusive);
+}
+
+async function main(): Promise<void> {
+  const program = new Command('profile:api')
+    .addOption(new Option('--top <n>', 'rows per table').default('25'))
+    .argument('[endpoint]', 'status, tape or create', 'status')
+    .parse();
+  const endpoint = program.args[0] ?? 'status';
+  if (!['status', 'tape', 'create'].includes(endpoint)) program.error(`unknown endpoint ${endpoint}`);
+  const seconds = Number(process.env.PROFILE_SECONDS ?? 10);
+  const dir = mkdtempSync(join(tmpdir(), 'civ-profile-'));
+  const env = { DATABASE_URL: process.env.PROFILE_DATABASE_URL ?? `sqlite:${join(dir, 'profile.sqlite')}`, SERVICE_MODE: 'sandbox', LOG_LEVEL: 'warn' };
+  const { child, base } = await startServerProcess(env, { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+  try {
+    const lender = await runAdmin(env, ['lender', 'create', '--name', 'Profiled Lender']);
+    const key = await runAdmin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
+    await runAdmin(env, ['key', 'limit', '--key-id', key.id, '--rate-limit', '1000000', '--burst', '1000000']);
+    const headers = { authorization: `Bearer ${key.api_key}`, 'content-type': 'application/json' };
+    const body = JSON.stringify({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] });
+    const created = await fetch(`${base}/api/v1/verifications`, { method: 'POST', headers: { ...headers, 'idempotency-key': randomUUID() }, body });
+    const { verification_id: id } = (await created.json()) as { verification_id: string };
+    const options: autocannon.Options =
+      endpoint === 'create'
+        ? {
+            url: `${base}/api/v1/verifications`,
+            method: 'POST',
+            headers,
+            body,
+            requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, headers: { ...headers, 'idempotency-key': randomUUID() } }) }],
+          }
+        : { url: `${base}/api/v1/verifications/${id}${endpoint === 'tape' ? '/tape' : ''}`, headers };
+    const result = await autocannon({ connections: 50, duration: seconds, ...options });
+    console.log(`${endpoint}: ${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms, ${result.non2xx + result.errors} failed`);
+  } finally {
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  }
+  const file = readdirSync(dir).find((name) => name.endsWith('.cpuprofile'));
+  if (!file) throw new Error('the server wrote no profile');
+  console.log(`profile: ${join(dir, file)} (the tables leave out start-up, before the first HTTP request)`);
+  report(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile, Number(program.opts<{ top: string }>().top));
+}
+
+await main();

@@ -7,7 +7,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List verifications
+         * @description The lender's verifications, newest first (by `created_at`, then `verification_id`), for
+         *     reconciliation. Filters combine with AND. Pages use a keyset cursor, as in Stripe's API: pass
+         *     the last `verification_id` of a page as `starting_after` to get the next one; `has_more` says
+         *     whether one follows. A page is stable under concurrent creation: new verifications appear
+         *     only before the first page, never inside a walk. A `starting_after` that is not one of the
+         *     lender's verifications (never issued, another lender's, or erased since) is
+         *     `400 validation_error`.
+         */
+        get: operations["listVerifications"];
         put?: never;
         /**
          * Create a verification
@@ -410,6 +420,11 @@ export interface components {
             platform_connections: components["schemas"]["PlatformConnectionStatus"][];
             /** @description Schema version of the latest tape; null while there is no tape. */
             schema_version: components["schemas"]["SchemaVersion"] | null;
+        };
+        VerificationList: {
+            data: components["schemas"]["Verification"][];
+            /** @description True when another page follows; request it with `starting_after` set to the last `verification_id`. */
+            has_more: boolean;
         };
         /** @description The Risk Tape at the requested schema version. */
         RiskTape: components["schemas"]["RiskTapeV1_0_0"] | components["schemas"]["RiskTapeV1_1_0"] | components["schemas"]["RiskTapeV1_2_0"] | components["schemas"]["RiskTapeV2_0_0"];
@@ -1187,6 +1202,50 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listVerifications: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description A `verification_id` from the previous page; this page starts after it. */
+                starting_after?: string;
+                /** @description Only verifications in this state. */
+                status?: components["schemas"]["VerificationStatus"];
+                /** @description Only verifications for this exact obligor reference. */
+                obligor_reference?: components["schemas"]["ObligorReference"];
+                /** @description Only verifications of this product type. */
+                product_type?: components["schemas"]["ProductTypeV2"];
+                /** @description Only verifications created at or after this instant (inclusive). */
+                created_gte?: string;
+                /** @description Only verifications created before this instant (exclusive). */
+                created_lt?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of verifications. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     createVerification: {
         parameters: {
             query?: never;

@@ -5,6 +5,7 @@ import { createOverlay } from './verifications/http/createOverlay.ts';
 import { createVerification } from './verifications/http/createVerification.ts';
 import { getVerification } from './verifications/http/getVerification.ts';
 import { getVerificationTape } from './verifications/http/getVerificationTape.ts';
+import { listVerifications } from './verifications/http/listVerifications.ts';
 import { getBenchmark } from './benchmarks/http/getBenchmark.ts';
 import type { PeerBenchmarkDeps } from './benchmarks/peer-benchmark.ts';
 import type { DataSubjectDeps } from './gdpr/data-subject-requests.ts';
@@ -39,6 +40,7 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     getHealth: getHealth(),
     getReadiness: getReadiness(deps),
     createVerification: createVerification(deps.lifecycle),
+    listVerifications: listVerifications(deps.lifecycle),
     getVerification: getVerification(deps.lifecycle),
     getVerificationTape: getVerificationTape(deps.lifecycle),
     createOverlay: createOverlay(deps.lifecycle),

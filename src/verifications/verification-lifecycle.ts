@@ -15,6 +15,7 @@ import { findTransition, IllegalTransition, type FailureReason, type Transition,
 import { tapeUpdatedEvent, transitionEvent } from './verification-events.ts';
 import {
   toResource,
+  type VerificationListFilter,
   type VerificationRecord,
   type VerificationResource,
   type VerificationsRepository,
@@ -27,6 +28,7 @@ export const CONSENT_SESSION_MS = 7 * 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
 export type CreateVerificationRequest = operations['createVerification']['requestBody']['content']['application/json'];
+export type ListVerificationsQuery = NonNullable<operations['listVerifications']['parameters']['query']>;
 export type CreateOverlayRequest = operations['createOverlay']['requestBody']['content']['application/json'];
 export type OverlayResource = components['schemas']['Overlay'];
 
@@ -103,6 +105,35 @@ export class VerificationLifecycle {
 
   findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
     return this.deps.verifications.findTapeForLender(lenderId, verificationId);
+  }
+
+  /**
+   * GET /verifications: a page of the lender's verifications, newest first, filtered. The cursor
+   * must be one of the lender's own verifications; anything else is refused rather than answered
+   * with an empty page, which a client would take for the end of the list.
+   */
+  async listForLender(lenderId: string, query: ListVerificationsQuery): Promise<{ data: VerificationResource[]; has_more: boolean }> {
+    const instant = (value: string | undefined, field: string) => {
+      if (value === undefined) return undefined;
+      const at = new Date(value);
+      if (Number.isNaN(at.getTime())) throw new DomainError('invalid', `${field} is not a date-time`, `query.${field}`);
+      return at.toISOString();
+    };
+    const filter: VerificationListFilter = {
+      status: query.status,
+      obligorReference: query.obligor_reference,
+      productType: query.product_type,
+      createdGte: instant(query.created_gte, 'created_gte'),
+      createdLt: instant(query.created_lt, 'created_lt'),
+    };
+    if (query.starting_after !== undefined) {
+      const after = await this.deps.verifications.listPosition(lenderId, query.starting_after);
+      if (!after) throw new DomainError('invalid', `starting_after: no verification ${query.starting_after}`, 'query.starting_after');
+      filter.after = after;
+    }
+    const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);
+    const { verifications, hasMore } = await this.deps.verifications.listForLender(lenderId, filter, limit);
+    return { data: verifications, has_more: hasMore };
   }
 
   /** The verification a consent link opens, by the hash of its token. */

@@ -60,6 +60,17 @@ export interface StoreCollaborators {
   tapeListeners: readonly TapeListener[];
 }
 
+/** Filters of GET /verifications; timestamps in the stored form (`toISOString`). */
+export interface VerificationListFilter {
+  status?: VerificationStatus;
+  obligorReference?: string;
+  productType?: VerificationResource['product_type'];
+  createdGte?: string;
+  createdLt?: string;
+  /** The keyset of the previous page's last verification. */
+  after?: { createdAt: string; id: string };
+}
+
 export interface IdempotencyRecord {
   /** The verification the stored answer is about. */
   verificationId: string | null;
@@ -540,6 +551,63 @@ export class VerificationsRepository {
     );
     const [first] = rows;
     return first ? toResource(toRecord(first, this.links), connectionsOf(rows)) : null;
+  }
+
+  /**
+   * A page of the lender's verifications, newest first, from the keyset `after` on. Each filter
+   * combination reads one index of migration 012 in list order (see `listSql`).
+   */
+  async listForLender(lenderId: string, filter: VerificationListFilter, limit: number): Promise<{ verifications: VerificationResource[]; hasMore: boolean }> {
+    const rows: VerificationRow[] = await this.listBuilder(lenderId, filter, limit + 1);
+    const page = rows.slice(0, limit);
+    const connections =
+      page.length === 0
+        ? []
+        : await this.reader<{ verification_id: string; platform: string; status: string }>('platform_connections')
+            .whereIn(
+              'verification_id',
+              page.map((r) => r.id),
+            )
+            .select('verification_id', 'platform', 'status');
+    const byVerification = new Map<string, Map<string, string>>();
+    for (const c of connections) {
+      const map = byVerification.get(c.verification_id) ?? new Map<string, string>();
+      map.set(c.platform, c.status);
+      byVerification.set(c.verification_id, map);
+    }
+    return {
+      verifications: page.map((row) => toResource(toRecord(row, this.links), byVerification.get(row.id) ?? new Map())),
+      hasMore: rows.length > limit,
+    };
+  }
+
+  /** Where a page cursor stands in the list order; null unless it is one of the lender's verifications. */
+  async listPosition(lenderId: string, verificationId: string): Promise<{ createdAt: string; id: string } | null> {
+    const row = await this.reader<VerificationRow>('verifications').where({ lender_id: lenderId, id: verificationId }).first('created_at', 'id');
+    return row ? { createdAt: row.created_at, id: row.id } : null;
+  }
+
+  /** The SQL of a page query, for the test that reads its plan (no scan, no sort) on both databases. */
+  listSql(lenderId: string, filter: VerificationListFilter, limit: number): { sql: string; bindings: readonly unknown[] } {
+    const { sql, bindings } = this.listBuilder(lenderId, filter, limit).toSQL();
+    return { sql, bindings };
+  }
+
+  private listBuilder(lenderId: string, filter: VerificationListFilter, limit: number) {
+    const query = this.reader<VerificationRow>('verifications').where({ lender_id: lenderId });
+    if (filter.status) void query.andWhere('status', filter.status);
+    if (filter.obligorReference) void query.andWhere('obligor_reference', filter.obligorReference);
+    if (filter.productType) void query.andWhere('product_type', filter.productType);
+    if (filter.createdGte) void query.andWhere('created_at', '>=', filter.createdGte);
+    if (filter.createdLt) void query.andWhere('created_at', '<', filter.createdLt);
+    // A row-value comparison, which both databases answer as one range of the index.
+    if (filter.after) void query.andWhereRaw('(created_at, id) < (?, ?)', [filter.after.createdAt, filter.after.id]);
+    return query
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(limit);
   }
 
   /** The verification a consent link opens, found by the hash of its token (the token is never stored). */

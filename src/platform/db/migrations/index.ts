@@ -10,6 +10,7 @@ import * as dataProtection from './20261123_008_data_protection.ts';
 import * as overlays from './20261123_009_overlays.ts';
 import * as benchmarks from './20261123_010_benchmarks.ts';
 import * as sealedConsentLinks from './20261123_011_sealed_consent_links.ts';
+import * as verificationList from './20261124_012_verification_list.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -26,6 +27,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261123_009_overlays', overlays],
   ['20261123_010_benchmarks', benchmarks],
   ['20261123_011_sealed_consent_links', sealedConsentLinks],
+  ['20261124_012_verification_list', verificationList],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

@@ -4,6 +4,7 @@ import { covers } from './matrix.ts';
 import { forEachTarget, requireSandbox, type ApiResponse, type Target } from './harness.ts';
 import {
   assertResourceInvariants,
+  cancelVerification,
   createVerification,
   follow,
   getTape,
@@ -39,6 +40,8 @@ interface Scenario {
   /** The distinct states the status endpoint must show, in order, from the creation response on. */
   path: Verification['status'][];
   failureReason?: string;
+  /** The lender cancels it right after creation. */
+  cancel?: true;
 }
 
 /** D11: the `test-` prefixes, and a reference without one (a real creator, who never consents here). */
@@ -57,6 +60,7 @@ const SCENARIOS: Scenario[] = [
   { name: 'test-revoke-', prefix: 'test-revoke-', platforms: ['stripe'], path: ['pending_consent', 'processing', 'failed'], failureReason: 'consent_revoked' },
   { name: 'test-timeout-', prefix: 'test-timeout-', platforms: ['youtube'], path: ['pending_consent', 'processing', 'failed'], failureReason: 'timeout' },
   { name: 'test-expire-', prefix: 'test-expire-', platforms: ['youtube'], path: ['pending_consent', 'expired'] },
+  { name: 'cancelled by the lender', prefix: 'conformance-cancel-', platforms: ['youtube'], path: ['pending_consent', 'cancelled'], cancel: true },
 ];
 const SYNTHETIC = 'synthetic creators (section 2.6)';
 
@@ -79,6 +83,7 @@ const COVERAGE: Record<string, string[]> = {
   'processing -[tape_computed]-> completed': ['test-complete-'],
   'processing -[collection_failed]-> failed': ['test-fail-', 'test-revoke-', 'test-timeout-'],
   'pending_consent -[consent_expired]-> expired': ['test-expire-'],
+  'pending_consent -[cancelled_by_lender]-> cancelled': ['cancelled by the lender'],
 };
 
 interface Walk {
@@ -97,10 +102,14 @@ async function transitionRows(): Promise<Row[]> {
   return rows;
 }
 
-async function walk(target: Target, reference: string, platforms: Scenario['platforms'], watchOnly: boolean): Promise<Walk> {
+async function walk(target: Target, reference: string, platforms: Scenario['platforms'], watchOnly: boolean, cancel = false): Promise<Walk> {
   const created = await createVerification(target, { obligor_reference: reference, creator_platforms: platforms });
   assert.equal(created.status, 201, created.text);
   const id = (created.json as Verification).verification_id;
+  if (cancel) {
+    const cancelled = await cancelVerification(target, id);
+    assert.equal(cancelled.status, 200, cancelled.text);
+  }
   const tapes = new Map<string, ApiResponse>();
   const onNewState = async (resource: Verification) => {
     if (!tapes.has(resource.status)) tapes.set(resource.status, await getTape(target, id));
@@ -118,7 +127,7 @@ async function walk(target: Target, reference: string, platforms: Scenario['plat
 function startWalks(target: Target): Map<string, Promise<Walk>> {
   const walks = new Map<string, Promise<Walk>>();
   for (const scenario of SCENARIOS) {
-    walks.set(scenario.name, walk(target, randomReference(scenario.prefix), scenario.platforms, scenario.path.length === 1));
+    walks.set(scenario.name, walk(target, randomReference(scenario.prefix), scenario.platforms, scenario.path.length === 1, scenario.cancel));
   }
   for (const { reference } of SYNTHETIC_CREATORS) walks.set(reference, walk(target, reference, ['youtube', 'stripe'], false));
   // Failures surface in the tests that await them; this only keeps Node from calling them unhandled.

@@ -11,7 +11,7 @@ import type { ApiResponse, KeyName, RequestOptions, Target } from './harness.ts'
  */
 
 export const CREATE_PATH = '/api/v1/verifications';
-export const TERMINAL_STATES = ['completed', 'failed', 'expired'] as const;
+export const TERMINAL_STATES = ['completed', 'failed', 'expired', 'cancelled'] as const;
 export const SCHEMA_VERSIONS = ['1.0.0', '1.1.0', '1.2.0', '2.0.0'] as const;
 export type SchemaVersion = (typeof SCHEMA_VERSIONS)[number];
 /** Section 8: the consent session lasts 7 days. */
@@ -22,7 +22,7 @@ export const OUTCOME_GRACE_MS = 10_000;
 /** The verification resource of D2, as the contract's `Verification` schema has it. */
 export interface Verification {
   verification_id: string;
-  status: 'pending_consent' | 'processing' | 'completed' | 'failed' | 'expired';
+  status: 'pending_consent' | 'processing' | 'completed' | 'failed' | 'expired' | 'cancelled';
   obligor_reference: string;
   creator_platforms: Array<'youtube' | 'stripe'>;
   lender_name: string;
@@ -125,6 +125,11 @@ export async function getVerification(target: Target, id: string, key: KeyName =
   const response = await target.api.get(`${CREATE_PATH}/${id}`, { key });
   assert.equal(response.status, 200, `${response.method} ${response.url}: ${response.text}`);
   return response.json as Verification;
+}
+
+/** POST /api/v1/verifications/{id}/cancel. */
+export function cancelVerification(target: Target, id: string, key: KeyName = 'lender'): Promise<ApiResponse> {
+  return target.api.post(`${CREATE_PATH}/${id}/cancel`, { key });
 }
 
 export function getTape(target: Target, id: string, schemaVersion?: string, key: KeyName = 'lender'): Promise<ApiResponse> {

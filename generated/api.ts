@@ -80,6 +80,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/verifications/{verification_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a verification waiting for consent
+         * @description Withdraws a verification in `pending_consent`: it moves to the final state `cancelled`, a
+         *     `verification.cancelled` event follows, and the consent link tells the creator the request
+         *     was withdrawn (it offers no connection any more). No body.
+         *
+         *     Cancelling a verification that is already `cancelled` answers `200` with it again and
+         *     emits nothing, so a retried request is safe. Any other state (`processing`, `completed`,
+         *     `failed`, `expired`) cannot be cancelled: `422 unprocessable` naming the state (the closed
+         *     catalogue's code for a valid request the resource's state does not allow; `409` means a
+         *     reused Idempotency-Key only).
+         */
+        post: operations["cancelVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/verifications/{verification_id}/overlays": {
         parameters: {
             query?: never;
@@ -364,12 +392,13 @@ export interface components {
          */
         Timestamp: string;
         /**
-         * @description State of the verification (section 3). Clients must tolerate new values. The allowed moves
-         *     are listed in `x-transitions`; nothing leaves `completed`, `failed` or `expired`, and each
-         *     move that names an event emits it to the subscribed webhooks.
+         * @description State of the verification (section 3). Clients must tolerate new values (section 9.4):
+         *     `cancelled` was added with `POST /verifications/{verification_id}/cancel`. The allowed moves
+         *     are listed in `x-transitions`; nothing leaves `completed`, `failed`, `expired` or
+         *     `cancelled`, and each move that names an event emits it to the subscribed webhooks.
          * @enum {string}
          */
-        VerificationStatus: "pending_consent" | "processing" | "completed" | "failed" | "expired";
+        VerificationStatus: "pending_consent" | "processing" | "completed" | "failed" | "expired" | "cancelled";
         /**
          * FailureReason
          * @description Why data collection failed. The service sends one of: `platform_error` (a connected platform returned an error), `consent_revoked` (the creator revoked OAuth access before data was fetched), `timeout` (collection did not finish within the processing window). New reason values are a non-breaking change: receivers must tolerate values not listed here and treat them as a generic failure.
@@ -630,7 +659,7 @@ export interface components {
          * @example verification.completed
          * @enum {string}
          */
-        EventName: "verification.completed" | "verification.failed" | "verification.expired" | "tape.updated";
+        EventName: "verification.completed" | "verification.failed" | "verification.expired" | "verification.cancelled" | "tape.updated";
         WebhookCreateRequest: {
             /**
              * Format: uri
@@ -1352,6 +1381,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RiskTape"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The verification's id (`vrf_...`). An id that is unknown or belongs to another lender is `404`.
+                 * @example vrf_7Hq2xK9mPz4LwN3c
+                 */
+                verification_id: components["parameters"]["VerificationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verification, now `cancelled`. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Verification"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -11,6 +11,7 @@ export type FailureReason = 'platform_error' | 'consent_revoked' | 'timeout';
 
 export interface WebhookEvents {
   'tape.updated'?: TapeUpdatedEvent;
+  'verification.cancelled'?: VerificationCancelledEvent;
   'verification.completed'?: VerificationCompletedEvent;
   'verification.expired'?: VerificationExpiredEvent;
   'verification.failed'?: VerificationFailedEvent;
@@ -60,6 +61,40 @@ export interface TapeUpdatedData {
    * Risk Tape schema version (service description, section 9). Newly generated tapes carry 2.0.0.
    */
   schema_version: '1.0.0' | '1.1.0' | '1.2.0' | '2.0.0';
+}
+/**
+ * Sent when the lender cancels a `pending_consent` verification with `POST /api/v1/verifications/{verification_id}/cancel` and it moves to `cancelled` (a final state): the consent link then tells the creator the request was withdrawn, and nothing more happens to the verification. The top-level fields are the primary form (spec 6.1); `data` repeats the verification fields for clients written against the sandbox example (D13). Receivers must ignore fields they do not know: new optional fields may be added without notice.
+ */
+export interface VerificationCancelledEvent {
+  /**
+   * Event name, equal to the X-Service-Event header.
+   */
+  event: 'verification.cancelled';
+  event_id: EventId;
+  verification_id: string;
+  /**
+   * The lender's own reference for the creator: 1 to 100 characters, no control characters. Must not contain personal data (use internal ids).
+   */
+  obligor_reference: string;
+  /**
+   * When the event happened (the state change or tape change), as an RFC 3339 / ISO 8601 timestamp in UTC (`Z` suffix). Not the delivery time: it stays the same across retries.
+   */
+  occurred_at: string;
+  data: VerificationCancelledData;
+}
+/**
+ * The verification fields again, nested, for clients that read them from `data`. Always equal to the top-level fields.
+ */
+export interface VerificationCancelledData {
+  verification_id: string;
+  /**
+   * The lender's own reference for the creator: 1 to 100 characters, no control characters. Must not contain personal data (use internal ids).
+   */
+  obligor_reference: string;
+  /**
+   * The state the event leads to.
+   */
+  status: 'cancelled';
 }
 /**
  * Sent when a verification moves from `processing` to `completed`: the creator consented, income data was fetched and the Risk Tape is ready at GET /api/v1/verifications/{verification_id}/tape. In the sandbox it is also sent for `test-complete-` references. The top-level fields are the primary form (spec 6.1); `data` repeats the verification fields for clients written against the sandbox example (D13). Receivers must ignore fields they do not know: new optional fields may be added without notice.

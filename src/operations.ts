@@ -1,6 +1,7 @@
 import type { OperationId } from './platform/http/api-document.ts';
 import type { OperationHandler } from './platform/http/operation-handler.ts';
 import { getHealth, getReadiness } from './platform/http/probes/probes.ts';
+import { cancelVerification } from './verifications/http/cancelVerification.ts';
 import { createOverlay } from './verifications/http/createOverlay.ts';
 import { createVerification } from './verifications/http/createVerification.ts';
 import { getVerification } from './verifications/http/getVerification.ts';
@@ -44,6 +45,7 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     getVerification: getVerification(deps.lifecycle),
     getVerificationTape: getVerificationTape(deps.lifecycle),
     createOverlay: createOverlay(deps.lifecycle),
+    cancelVerification: cancelVerification(deps.lifecycle),
     createWebhook: webhookHandlers.createWebhook(deps.webhooks),
     listWebhooks: webhookHandlers.listWebhooks(deps.webhooks),
     deleteWebhook: webhookHandlers.deleteWebhook(deps.webhooks),

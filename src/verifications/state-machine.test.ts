@@ -15,8 +15,8 @@ describe('verification state machine', () => {
     assert.deepEqual([...VERIFICATION_STATES], status.enum);
   });
 
-  it('lets nothing leave completed, failed or expired', () => {
-    assert.deepEqual([...TERMINAL_STATES], ['completed', 'failed', 'expired']);
+  it('lets nothing leave completed, failed, expired or cancelled', () => {
+    assert.deepEqual([...TERMINAL_STATES], ['completed', 'failed', 'expired', 'cancelled']);
     for (const state of TERMINAL_STATES) {
       for (const transition of TRANSITIONS) assert.equal(findTransition(state, transition.trigger), undefined);
     }

@@ -3,9 +3,9 @@ import type { EventName } from '../platform/events/outbox.ts';
 
 /**
  * The states and moves of section 3, as data. The service refuses any move not in this table
- * (nothing leaves `completed`, `failed` or `expired`), and the conformance suite walks it.
+ * (nothing leaves `completed`, `failed`, `expired` or `cancelled`), and the conformance suite walks it.
  */
-export const VERIFICATION_STATES = ['pending_consent', 'processing', 'completed', 'failed', 'expired'] as const;
+export const VERIFICATION_STATES = ['pending_consent', 'processing', 'completed', 'failed', 'expired', 'cancelled'] as const;
 export type VerificationStatus = (typeof VERIFICATION_STATES)[number];
 
 export const FAILURE_REASONS = ['platform_error', 'consent_revoked', 'timeout'] as const;
@@ -15,12 +15,12 @@ const sameReasons: [FailureReason, ContractFailureReason] extends [ContractFailu
 void sameReasons;
 
 /** The events a move of the state table can emit (`tape.updated` is emitted by tape changes, not moves). */
-export type TransitionEventName = Extract<EventName, 'verification.completed' | 'verification.failed' | 'verification.expired'>;
+export type TransitionEventName = Extract<EventName, 'verification.completed' | 'verification.failed' | 'verification.expired' | 'verification.cancelled'>;
 
 export interface Transition {
   /** null: the verification is being created. */
   from: VerificationStatus | null;
-  trigger: 'created' | 'created_synthetic' | 'consent_completed' | 'tape_computed' | 'collection_failed' | 'consent_expired';
+  trigger: 'created' | 'created_synthetic' | 'consent_completed' | 'tape_computed' | 'collection_failed' | 'consent_expired' | 'cancelled_by_lender';
   to: VerificationStatus;
   /** The event the move emits, in the same transaction (D11, D14). */
   emits: TransitionEventName | null;
@@ -59,6 +59,13 @@ export const TRANSITIONS: readonly Transition[] = [
     description: 'platform error, consent revoked before fetch, or processing window exceeded',
   },
   { from: 'pending_consent', trigger: 'consent_expired', to: 'expired', emits: 'verification.expired', description: '7 days pass without consent' },
+  {
+    from: 'pending_consent',
+    trigger: 'cancelled_by_lender',
+    to: 'cancelled',
+    emits: 'verification.cancelled',
+    description: 'the lender cancels before consent: the consent link says the request was withdrawn',
+  },
 ];
 
 export const TERMINAL_STATES: readonly VerificationStatus[] = VERIFICATION_STATES.filter(

@@ -23,6 +23,8 @@ export function transitionEvent(
       return { event: name, event_id: eventId, ...ids, occurred_at: occurredAt, data: { ...ids, status: 'completed' } };
     case 'verification.expired':
       return { event: name, event_id: eventId, ...ids, occurred_at: occurredAt, data: { ...ids, status: 'expired' } };
+    case 'verification.cancelled':
+      return { event: name, event_id: eventId, ...ids, occurred_at: occurredAt, data: { ...ids, status: 'cancelled' } };
     case 'verification.failed':
       if (!reason) throw new Error('verification.failed needs a reason');
       return { event: name, event_id: eventId, ...ids, reason, occurred_at: occurredAt, data: { ...ids, status: 'failed', reason } };

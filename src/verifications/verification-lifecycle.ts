@@ -312,6 +312,26 @@ export class VerificationLifecycle {
     );
   }
 
+  /**
+   * POST /verifications/{id}/cancel: the lender withdraws a verification still waiting for consent.
+   * Cancelling a cancelled one answers it again without a second event (a retried request is
+   * safe); any other state is refused. The consent link reads the status, so from the commit on it
+   * says the request was withdrawn; the expiry job and sandbox steps find nothing left to move.
+   */
+  async cancel(lenderId: string, verificationId: string): Promise<VerificationResource> {
+    const now = this.deps.now();
+    return this.deps.verifications.transaction(async (store) => {
+      const [record] = await store.lockOwned(lenderId, [verificationId]);
+      if (!record) throw new DomainError('not_found', `No verification ${verificationId}.`);
+      if (record.status === 'pending_consent') {
+        await moveVerification(store, record, 'cancelled_by_lender', { at: now });
+      } else if (record.status !== 'cancelled') {
+        throw new DomainError('refused', `Verification ${verificationId} is ${record.status}; only a pending_consent verification can be cancelled.`);
+      }
+      return store.resource((await store.lock(record.id))!);
+    });
+  }
+
   /** Job: fetch the income of a consented verification (outside any unit of work: providers can be slow), then record it. */
   async collectIncome(verificationId: string, now: Date): Promise<void> {
     const verification = await this.deps.verifications.find(verificationId);

@@ -60,6 +60,17 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
     if (session.kind === 'expired') {
       return html(res, 410, messagePage('This link has expired', 'The consent session ended. Ask your lender for a new verification link.'));
     }
+    if (session.verification.status === 'cancelled') {
+      // Gone, like an expired link: the lender withdrew the request, so there is nothing to connect.
+      return html(
+        res,
+        410,
+        messagePage(
+          'This request was withdrawn',
+          `${session.verification.lenderName} withdrew this verification request. You do not need to do anything, and nothing from your accounts goes to the lender. You can close this page.`,
+        ),
+      );
+    }
     return html(res, 200, messagePage('Consent already given', 'Thank you: this verification no longer needs anything from you. You can close this page.'));
   };
 

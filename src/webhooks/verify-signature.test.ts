@@ -38,6 +38,7 @@ describe('webhook signature helper (6.3, D15)', () => {
         checked++;
       }
     }
-    assert.equal(checked, 4);
+    assert.equal(checked, messages.length);
+    assert.ok(checked >= 5);
   });
 });

@@ -68,12 +68,24 @@ describe('conformance webhook tools: the signature check (6.3, D15) [suite self-
       `sha256=${hex.slice(0, 63)}`,
       `sha256=${hex}00`,
       `sha256=${hex.slice(0, 62)}zz`,
-      `sha256=${hex},sha256=${hex}`,
+      `sha256=${hex},sha256=${hex.slice(0, 63)}`,
+      `sha256=${hex},`,
+      Array(5).fill(`sha256=${hex}`).join(','),
       `v1=${hex}`,
     ]) {
       assert.ok(!verifySignature(body, malformed, EXAMPLE_SECRET), `header ${JSON.stringify(malformed)}`);
     }
     assert.ok(!verifySignature(body, [header, header], EXAMPLE_SECRET), 'a repeated header');
+  });
+
+  it('a rotation overlap lists two signatures (P25): either secret verifies, a third does not', () => {
+    const { body } = signedExamples()[0]!;
+    const old = `${EXAMPLE_SECRET}old`;
+    const header = `sha256=${signatureOf(body, EXAMPLE_SECRET)}, sha256=${signatureOf(body, old)}`;
+    assert.ok(verifySignature(body, header, EXAMPLE_SECRET), 'the new secret');
+    assert.ok(verifySignature(body, header, old), 'the old secret');
+    assert.ok(verifySignature(body, header.replace(', ', ','), old), 'without the space');
+    assert.ok(!verifySignature(body, header, `${EXAMPLE_SECRET}x`), 'another secret');
   });
 });
 

@@ -20,7 +20,9 @@ export const CA_FILES = ['ca.pem', 'server-key.pem', 'server.pem'] as const;
 
 // ---------------------------------------------------------------- signature (6.3, D15)
 
-const SIGNATURE_HEADER = /^(?:sha256=)?([0-9a-fA-F]{64})$/;
+const SIGNATURE_ENTRY = /^(?:sha256=)?([0-9a-fA-F]{64})$/;
+/** The most entries a header may list: two during a secret rotation's overlap (P25). */
+const MAX_SIGNATURES = 4;
 
 /** Lowercase hex HMAC-SHA256 of the raw body keyed with the whole endpoint secret (6.3.1). */
 export function signatureOf(rawBody: Buffer | string, secret: string): string {
@@ -28,16 +30,22 @@ export function signatureOf(rawBody: Buffer | string, secret: string): string {
 }
 
 /**
- * 6.3: accepts `sha256=<hex>` and bare hex, compares in constant time over the raw bytes. Anything
- * else (missing header, another algorithm, wrong length, a list of values) does not verify.
+ * 6.3: accepts `sha256=<hex>` and bare hex, compares in constant time over the raw bytes. During a
+ * secret rotation's overlap the header lists both secrets' signatures separated by commas (P25):
+ * it verifies when any entry does. Anything else (missing header, another algorithm, wrong length,
+ * one malformed entry, a header sent twice) does not verify.
  */
 export function verifySignature(rawBody: Buffer | string, header: string | string[] | undefined, secret: string): boolean {
   if (typeof header !== 'string') return false;
-  const match = SIGNATURE_HEADER.exec(header.trim());
-  if (!match) return false;
+  const entries = header.split(',').map((entry) => SIGNATURE_ENTRY.exec(entry.trim())?.[1]);
+  if (entries.length > MAX_SIGNATURES || entries.some((hex) => hex === undefined)) return false;
   const expected = Buffer.from(signatureOf(rawBody, secret), 'hex');
-  const given = Buffer.from(match[1]!, 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  let matched = false;
+  for (const hex of entries) {
+    const given = Buffer.from(hex!, 'hex');
+    matched = (given.length === expected.length && timingSafeEqual(given, expected)) || matched;
+  }
+  return matched;
 }
 
 // ---------------------------------------------------------------- the certificate authority

@@ -166,7 +166,10 @@ export interface paths {
         };
         /**
          * List webhook endpoints
-         * @description Lists the lender's registered endpoints, oldest first. Secrets are never listed.
+         * @description Lists the lender's registered endpoints, oldest first, in pages like the verification list:
+         *     pass the last `webhook_id` of a page as `starting_after` for the next; `has_more` says
+         *     whether one follows. A `starting_after` that is not one of the lender's endpoints is
+         *     `400 validation_error`. Secrets are never listed.
          */
         get: operations["listWebhooks"];
         put?: never;
@@ -189,7 +192,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a webhook endpoint
+         * @description One of the lender's endpoints, without its secret; `previous_secret_expires_at` shows a rotation's overlap.
+         */
+        get: operations["getWebhook"];
         put?: never;
         post?: never;
         /**
@@ -197,6 +204,57 @@ export interface paths {
          * @description Removes the endpoint; its pending deliveries are not sent.
          */
         delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's signing secret
+         * @description Issues a new signing secret (`whsec_...`, returned once, here) and keeps the current one
+         *     signing for an overlap window of `overlap_seconds` (default 86400, one day; 0 ends it at
+         *     once). During the window every delivery carries both signatures in one header, the new
+         *     secret's first: `X-Service-Signature: sha256=<hex under the new secret>, sha256=<hex under
+         *     the old secret>`. A receiver accepts the request when any listed signature verifies with
+         *     the secret it holds, so it can switch to the new secret at any moment of the window. After
+         *     the window only the new secret signs. Rotating again during a window retires the older
+         *     previous secret at once: at most two secrets sign.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to an endpoint
+         * @description Sends one signed `webhook.test` event (see the AsyncAPI document) to the endpoint now,
+         *     whatever events it subscribed to, with the same headers, signature(s), target checks and
+         *     timeout as every delivery, and answers what the receiver did. It is a single attempt: it is
+         *     not retried and not part of the delivery log. `200` means the test was sent; `succeeded`
+         *     says whether the receiver acknowledged it with a 2xx.
+         */
+        post: operations["sendWebhookTest"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -655,11 +713,11 @@ export interface components {
         };
         /**
          * EventName
-         * @description Name of a webhook event; also sent in the X-Service-Event header. New event types may be added (a non-breaking change); an endpoint receives only the events listed in its `events` array.
+         * @description Name of a webhook event; also sent in the X-Service-Event header. New event types may be added (a non-breaking change); an endpoint receives only the events listed in its `events` array, except `webhook.test`, which `POST /api/v1/webhooks/{webhook_id}/test` sends to that endpoint alone whatever it subscribed to (subscribing to it changes nothing).
          * @example verification.completed
          * @enum {string}
          */
-        EventName: "verification.completed" | "verification.failed" | "verification.expired" | "verification.cancelled" | "tape.updated";
+        EventName: "verification.completed" | "verification.failed" | "verification.expired" | "verification.cancelled" | "tape.updated" | "webhook.test";
         WebhookCreateRequest: {
             /**
              * Format: uri
@@ -675,6 +733,8 @@ export interface components {
             url: string;
             events: components["schemas"]["EventName"][];
             created_at: components["schemas"]["Timestamp"];
+            /** @description While a rotated-out secret still signs deliveries (beside the current one), when it stops; null otherwise. */
+            previous_secret_expires_at: components["schemas"]["Timestamp"] | null;
         };
         /** @description A registered webhook endpoint. Its secret is never shown again after creation. */
         Webhook: components["schemas"]["WebhookFields"];
@@ -684,6 +744,27 @@ export interface components {
         };
         WebhookList: {
             data: components["schemas"]["Webhook"][];
+            /** @description True when another page follows; request it with `starting_after` set to the last `webhook_id`. */
+            has_more: boolean;
+        };
+        WebhookSecretRotationRequest: {
+            /**
+             * @description How long the current secret keeps signing beside the new one (at most 7 days).
+             * @default 86400
+             */
+            overlap_seconds: number;
+        };
+        WebhookTestResult: {
+            /** @description The test event's `event_id`. */
+            event_id: string;
+            delivery_id: components["schemas"]["DeliveryId"];
+            /** @description The receiver answered with a 2xx. */
+            succeeded: boolean;
+            /** @description The receiver's HTTP status; null when no response arrived. */
+            status_code: number | null;
+            duration_ms: number;
+            /** @description Why no response arrived (timeout, refused target, TLS error); null otherwise. */
+            error: string | null;
         };
         /**
          * Format: uuid
@@ -1520,7 +1601,12 @@ export interface operations {
     };
     listWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description A `webhook_id` from the previous page; this page starts after it. */
+                starting_after?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1581,6 +1667,42 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id (`whk_...`).
+                 * @example whk_3Jd8sL2pQ9vX1mZa
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     deleteWebhook: {
         parameters: {
             query?: never;
@@ -1605,6 +1727,82 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id (`whk_...`).
+                 * @example whk_3Jd8sL2pQ9vX1mZa
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecretRotationRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint with its new secret (shown only here) and the end of the overlap. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendWebhookTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id (`whk_...`).
+                 * @example whk_3Jd8sL2pQ9vX1mZa
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test was sent; the receiver's answer. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestResult"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

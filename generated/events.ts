@@ -15,6 +15,7 @@ export interface WebhookEvents {
   'verification.completed'?: VerificationCompletedEvent;
   'verification.expired'?: VerificationExpiredEvent;
   'verification.failed'?: VerificationFailedEvent;
+  'webhook.test'?: WebhookTestEvent;
 }
 /**
  * Sent when the Risk Tape of a `completed` verification changes after completion, for example when an overlay is attached with POST /api/v1/verifications/{verification_id}/overlays (D13). The verification stays `completed`; fetch the new tape from GET /api/v1/verifications/{verification_id}/tape. `schema_version` is the schema version of the updated tape. The top-level fields are the primary form; `data` repeats the verification fields for clients written against the sandbox example. Receivers must ignore fields they do not know: new optional fields may be added without notice.
@@ -199,4 +200,29 @@ export interface VerificationFailedData {
    */
   status: 'failed';
   reason: FailureReason;
+}
+/**
+ * Sent by `POST /api/v1/webhooks/{webhook_id}/test` to that endpoint only, to check that the receiver is reachable and verifies signatures. It is about no verification: receivers acknowledge it with a 2xx and act on nothing. Signed and sent like every event. Receivers must ignore fields they do not know.
+ */
+export interface WebhookTestEvent {
+  /**
+   * Event name, equal to the X-Service-Event header.
+   */
+  event: 'webhook.test';
+  event_id: EventId;
+  /**
+   * The endpoint the test was sent to.
+   */
+  webhook_id: string;
+  /**
+   * When the event happened (the state change or tape change), as an RFC 3339 / ISO 8601 timestamp in UTC (`Z` suffix). Not the delivery time: it stays the same across retries.
+   */
+  occurred_at: string;
+  data: WebhookTestData;
+}
+/**
+ * The endpoint again, nested, like the `data` of the other events.
+ */
+export interface WebhookTestData {
+  webhook_id: string;
 }

@@ -149,7 +149,14 @@ export async function startService(config: Config, logger: Logger, options: Serv
     const jobs = new JobRunner(queue, { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) }, clock, logger);
     const handlers = createHandlers({
       lifecycle,
-      webhooks: { webhooks, encryptionKey, allowPrivateTargets: config.webhookAllowPrivateTargets, now, wakeDeliveries },
+      webhooks: {
+        webhooks,
+        encryptionKey,
+        allowPrivateTargets: config.webhookAllowPrivateTargets,
+        now,
+        wakeDeliveries,
+        post: (endpoint, body, event, deliveryId, at) => deliveries.post(endpoint, body, event, deliveryId, at),
+      },
       benchmarks: { lifecycle, benchmarks, reference: loadReferencePopulation(), now },
       dataSubjects: { lifecycle, consent: consentRepository, webhooks, audit: new GdprRepository(db.knex), revocation, encryptionKey, now },
       isDatabaseReachable: () => db.isReachable(),

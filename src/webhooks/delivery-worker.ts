@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { request, type Dispatcher } from 'undici';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
-import { endpointSecret } from './endpoints.ts';
-import { signWebhookBody } from './verify-signature.ts';
-import type { AttemptRecord, DueDelivery, WebhooksRepository } from './webhooks-repository.ts';
+import { signingSecrets } from './endpoints.ts';
+import { signWebhookBodyWith } from './verify-signature.ts';
+import type { AttemptRecord, DueDelivery, WebhookEndpoint, WebhooksRepository } from './webhooks-repository.ts';
 
 export interface DeliveryWorkerOptions {
   webhooks: WebhooksRepository;
@@ -55,31 +55,7 @@ export class DeliveryWorker {
     const { clock, logger, scheduleSeconds } = this.options;
     const attemptedAt = clock.now();
     const attemptNumber = delivery.attempts + 1;
-    const started = performance.now();
-    let statusCode: number | null = null;
-    let error: string | null = null;
-    try {
-      const secret = endpointSecret(this.options.encryptionKey, delivery);
-      const response = await request(delivery.url, {
-        method: 'POST',
-        body: delivery.body,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': USER_AGENT,
-          'x-service-signature': signWebhookBody(delivery.body, secret),
-          'x-service-event': delivery.eventName,
-          'x-service-delivery': delivery.id,
-        },
-        dispatcher: this.options.dispatcher,
-        signal: AbortSignal.timeout(this.options.timeoutMs),
-      });
-      statusCode = response.statusCode;
-      // Redirects are not followed: a redirect could lead to an address the guard never checked.
-      await response.body.dump();
-    } catch (caught) {
-      error = describe(caught);
-    }
-    const durationMs = Math.round(performance.now() - started);
+    const { statusCode, durationMs, error } = await this.post(delivery, delivery.body, delivery.eventName, delivery.id, attemptedAt);
     const succeeded = statusCode !== null && statusCode >= 200 && statusCode < 300;
     const firstAttemptAt = delivery.firstAttemptAt ?? attemptedAt.toISOString();
     const nextOffset = scheduleSeconds[attemptNumber];
@@ -100,6 +76,43 @@ export class DeliveryWorker {
         outcome.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; will retry',
       );
     return { deliveryId: delivery.id, attempt: { attempt: attemptNumber, attemptedAt: attemptedAt.toISOString(), statusCode, durationMs, error }, outcome };
+  }
+
+  /**
+   * One signed POST of `body` to the endpoint, as every attempt sends it (headers, signatures of a
+   * rotation's overlap, the target guard, the timeout); what the receiver answered.
+   */
+  async post(
+    endpoint: Pick<WebhookEndpoint, 'url' | 'secretCiphertext' | 'previousSecretCiphertext' | 'previousSecretExpiresAt'>,
+    body: string,
+    eventName: string,
+    deliveryId: string,
+    at: Date,
+  ): Promise<{ statusCode: number | null; durationMs: number; error: string | null }> {
+    const started = performance.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    try {
+      const response = await request(endpoint.url, {
+        method: 'POST',
+        body,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': USER_AGENT,
+          'x-service-signature': signWebhookBodyWith(body, signingSecrets(this.options.encryptionKey, endpoint, at)),
+          'x-service-event': eventName,
+          'x-service-delivery': deliveryId,
+        },
+        dispatcher: this.options.dispatcher,
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+      statusCode = response.statusCode;
+      // Redirects are not followed: a redirect could lead to an address the guard never checked.
+      await response.body.dump();
+    } catch (caught) {
+      error = describe(caught);
+    }
+    return { statusCode, durationMs: Math.round(performance.now() - started), error };
   }
 
   /**

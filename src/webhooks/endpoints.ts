@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.ts';
+import type { EventBody } from '../platform/events/outbox.ts';
 import { decryptSecret, encryptSecret } from '../platform/crypto.ts';
 import { DomainError } from '../platform/domain-error.ts';
 import { newId, randomBase62 } from '../platform/ids.ts';
@@ -20,11 +22,21 @@ export interface EndpointDeps {
   resolve?: (host: string) => Promise<string[]>;
 }
 
-const toResource = (endpoint: WebhookEndpoint): WebhookResource => ({
+/** The overlap a rotation gives the old secret unless the request says otherwise (P25). */
+export const DEFAULT_ROTATION_OVERLAP_SECONDS = 86_400;
+
+/** The previous secret's end, shown while it still signs. */
+const overlapEnd = (endpoint: WebhookEndpoint, now: Date) =>
+  endpoint.previousSecretCiphertext && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > now.toISOString()
+    ? endpoint.previousSecretExpiresAt
+    : null;
+
+const toResource = (endpoint: WebhookEndpoint, now: Date): WebhookResource => ({
   webhook_id: endpoint.id,
   url: endpoint.url,
   events: endpoint.events as WebhookResource['events'],
   created_at: endpoint.createdAt,
+  previous_secret_expires_at: overlapEnd(endpoint, now),
 });
 
 /** POST /webhooks (4.5, D16): an https URL on public addresses only; the secret is shown once. */
@@ -43,14 +55,62 @@ export async function registerWebhook(deps: EndpointDeps, lenderId: string, requ
     url: check.url.toString(),
     events: request.events,
     secretCiphertext: encryptSecret(deps.encryptionKey, secret),
+    previousSecretCiphertext: null,
+    previousSecretExpiresAt: null,
     createdAt: deps.now().toISOString(),
   };
   await deps.webhooks.insertEndpoint(endpoint);
-  return { ...toResource(endpoint), secret };
+  return { ...toResource(endpoint, deps.now()), secret };
 }
 
-export async function listWebhooks(deps: EndpointDeps, lenderId: string) {
-  return { data: (await deps.webhooks.listEndpoints(lenderId)).map(toResource) };
+/** GET /webhooks: a page of the lender's endpoints, oldest first; the cursor must be one of them. */
+export async function listWebhooks(deps: EndpointDeps, lenderId: string, query: { limit?: number; starting_after?: string }) {
+  let after: { createdAt: string; id: string } | undefined;
+  if (query.starting_after !== undefined) {
+    const cursor = await deps.webhooks.findEndpoint(lenderId, query.starting_after);
+    if (!cursor) throw new DomainError('invalid', `starting_after: no webhook endpoint ${query.starting_after}`, 'query.starting_after');
+    after = { createdAt: cursor.createdAt, id: cursor.id };
+  }
+  const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);
+  const { endpoints, hasMore } = await deps.webhooks.listEndpoints(lenderId, limit, after);
+  const now = deps.now();
+  return { data: endpoints.map((endpoint) => toResource(endpoint, now)), has_more: hasMore };
+}
+
+export async function getWebhook(deps: EndpointDeps, lenderId: string, webhookId: string) {
+  return toResource(await requireEndpoint(deps, lenderId, webhookId), deps.now());
+}
+
+/**
+ * POST /webhooks/{id}/rotate-secret (section 5.7, P25): a new secret, shown once; the current one
+ * keeps signing beside it for `overlapSeconds`. A secret still overlapping from an earlier rotation
+ * is dropped: at most two sign at a time.
+ */
+export async function rotateWebhookSecret(deps: EndpointDeps, lenderId: string, webhookId: string, overlapSeconds = DEFAULT_ROTATION_OVERLAP_SECONDS) {
+  const endpoint = await requireEndpoint(deps, lenderId, webhookId);
+  const now = deps.now();
+  const secret = `whsec_${randomBase62(40)}`;
+  const rotated: WebhookEndpoint = {
+    ...endpoint,
+    secretCiphertext: encryptSecret(deps.encryptionKey, secret),
+    previousSecretCiphertext: overlapSeconds > 0 ? endpoint.secretCiphertext : null,
+    previousSecretExpiresAt: overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000).toISOString() : null,
+  };
+  if (!(await deps.webhooks.rotateSecret(lenderId, webhookId, rotated))) throw new DomainError('not_found', `No webhook endpoint ${webhookId}.`);
+  return { ...toResource(rotated, now), secret };
+}
+
+/** The secrets that sign a delivery sent at `at`: the current one, then a rotated-out one still in its overlap. */
+export function signingSecrets(
+  encryptionKey: Buffer,
+  endpoint: Pick<WebhookEndpoint, 'secretCiphertext' | 'previousSecretCiphertext' | 'previousSecretExpiresAt'>,
+  at: Date,
+): string[] {
+  const secrets = [decryptSecret(encryptionKey, endpoint.secretCiphertext)];
+  if (endpoint.previousSecretCiphertext && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > at.toISOString()) {
+    secrets.push(decryptSecret(encryptionKey, endpoint.previousSecretCiphertext));
+  }
+  return secrets;
 }
 
 export async function removeWebhook(deps: EndpointDeps, lenderId: string, webhookId: string): Promise<void> {
@@ -65,6 +125,39 @@ export async function requireEndpoint(deps: Pick<EndpointDeps, 'webhooks'>, lend
   return endpoint;
 }
 
-export function endpointSecret(encryptionKey: Buffer, endpoint: Pick<WebhookEndpoint, 'secretCiphertext'>): string {
-  return decryptSecret(encryptionKey, endpoint.secretCiphertext);
+/** One signed POST of an event body to an endpoint, as the delivery worker sends it. */
+export type PostToEndpoint = (
+  endpoint: WebhookEndpoint,
+  body: string,
+  eventName: string,
+  deliveryId: string,
+  at: Date,
+) => Promise<{ statusCode: number | null; durationMs: number; error: string | null }>;
+
+/**
+ * POST /webhooks/{id}/test (P25): one signed `webhook.test` to the endpoint now, whatever it
+ * subscribed to, sent exactly as deliveries are; a single attempt, outside the delivery log, whose
+ * outcome is the answer.
+ */
+export async function sendTestEvent(deps: EndpointDeps & { post: PostToEndpoint }, lenderId: string, webhookId: string) {
+  const endpoint = await requireEndpoint(deps, lenderId, webhookId);
+  const now = deps.now();
+  const eventId = newId('evt');
+  const deliveryId = randomUUID();
+  const event: EventBody<'webhook.test'> = {
+    event: 'webhook.test',
+    event_id: eventId,
+    webhook_id: endpoint.id,
+    occurred_at: now.toISOString(),
+    data: { webhook_id: endpoint.id },
+  };
+  const { statusCode, durationMs, error } = await deps.post(endpoint, JSON.stringify(event), 'webhook.test', deliveryId, now);
+  return {
+    event_id: eventId,
+    delivery_id: deliveryId,
+    succeeded: statusCode !== null && statusCode >= 200 && statusCode < 300,
+    status_code: statusCode,
+    duration_ms: durationMs,
+    error,
+  };
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { signWebhookBody, verifyWebhookSignature } from './verify-signature.ts';
+import { signWebhookBody, signWebhookBodyWith, verifyWebhookSignature } from './verify-signature.ts';
 
 describe('webhook signature helper (6.3, D15)', () => {
   const secret = 'whsec_0123456789abcdefghijklmnopqrstuv';
@@ -22,6 +22,20 @@ describe('webhook signature helper (6.3, D15)', () => {
     assert.equal(verifyWebhookSignature(body, 'sha256=abc', secret), false);
     assert.equal(verifyWebhookSignature(body, 'sha1=' + 'a'.repeat(64), secret), false);
     assert.equal(verifyWebhookSignature(body, undefined, secret), false);
+  });
+
+  it('accepts the list sent during a rotation with either secret, and nothing else (P25)', () => {
+    const old = `${secret}-old`;
+    const header = signWebhookBodyWith(body, [secret, old]);
+    assert.match(header, /^sha256=[0-9a-f]{64}, sha256=[0-9a-f]{64}$/);
+    assert.equal(verifyWebhookSignature(body, header, secret), true);
+    assert.equal(verifyWebhookSignature(body, header, old), true);
+    assert.equal(verifyWebhookSignature(body, header.replace(', ', ','), old), true);
+    assert.equal(verifyWebhookSignature(body, header, `${secret}-other`), false);
+    // A list is no looser than its entries: one malformed entry, or too many, refuses the whole header.
+    assert.equal(verifyWebhookSignature(body, `${header}, sha256=abc`, secret), false);
+    assert.equal(verifyWebhookSignature(body, `${header}, `, secret), false);
+    assert.equal(verifyWebhookSignature(body, Array(5).fill(signWebhookBody(body, secret)).join(','), secret), false);
   });
 
   it('verifies the signed examples published in spec/asyncapi.yaml', () => {

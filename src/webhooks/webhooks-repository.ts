@@ -8,6 +8,9 @@ export interface WebhookEndpoint {
   url: string;
   events: string[];
   secretCiphertext: string;
+  /** A rotated-out secret still signing beside the current one, until `previousSecretExpiresAt`. */
+  previousSecretCiphertext: string | null;
+  previousSecretExpiresAt: string | null;
   createdAt: string;
 }
 
@@ -44,6 +47,8 @@ export interface DueDelivery {
   firstAttemptAt: string | null;
   url: string;
   secretCiphertext: string;
+  previousSecretCiphertext: string | null;
+  previousSecretExpiresAt: string | null;
   body: string;
 }
 
@@ -74,6 +79,8 @@ interface EndpointRow {
   url: string;
   events: string;
   secret_ciphertext: string;
+  previous_secret_ciphertext: string | null;
+  previous_secret_expires_at: string | null;
   created_at: string;
 }
 
@@ -110,6 +117,8 @@ interface DueRow {
   event_sequence: number;
   url: string;
   secret_ciphertext: string;
+  previous_secret_ciphertext: string | null;
+  previous_secret_expires_at: string | null;
   body: string;
 }
 
@@ -119,6 +128,8 @@ const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   url: row.url,
   events: JSON.parse(row.events) as string[],
   secretCiphertext: row.secret_ciphertext,
+  previousSecretCiphertext: row.previous_secret_ciphertext,
+  previousSecretExpiresAt: row.previous_secret_expires_at,
   createdAt: row.created_at,
 });
 
@@ -145,12 +156,26 @@ export class WebhooksRepository {
     return Number(row?.n ?? 0);
   }
 
-  async listEndpoints(lenderId: string): Promise<WebhookEndpoint[]> {
-    const rows = await this.knex<EndpointRow>('webhook_endpoints')
-      .where({ lender_id: lenderId })
-      .whereNull('deleted_at')
-      .orderBy([{ column: 'created_at' }, { column: 'id' }]);
-    return rows.map(toEndpoint);
+  /** A page of the lender's endpoints, oldest first, after the keyset `after` (at most 20 exist: P14). */
+  async listEndpoints(lenderId: string, limit: number, after?: { createdAt: string; id: string }): Promise<{ endpoints: WebhookEndpoint[]; hasMore: boolean }> {
+    const query = this.knex<EndpointRow>('webhook_endpoints').where({ lender_id: lenderId }).whereNull('deleted_at');
+    if (after) void query.andWhereRaw('(created_at, id) > (?, ?)', [after.createdAt, after.id]);
+    const rows = await query.orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(limit + 1);
+    return { endpoints: rows.slice(0, limit).map(toEndpoint), hasMore: rows.length > limit };
+  }
+
+  /** Replaces the secret; the current one keeps signing until `previousExpiresAt` (null: it stops at once). */
+  async rotateSecret(
+    lenderId: string,
+    webhookId: string,
+    change: { secretCiphertext: string; previousSecretCiphertext: string | null; previousSecretExpiresAt: string | null },
+  ): Promise<boolean> {
+    const updated = await this.knex('webhook_endpoints').where({ id: webhookId, lender_id: lenderId }).whereNull('deleted_at').update({
+      secret_ciphertext: change.secretCiphertext,
+      previous_secret_ciphertext: change.previousSecretCiphertext,
+      previous_secret_expires_at: change.previousSecretExpiresAt,
+    });
+    return updated === 1;
   }
 
   async findEndpoint(lenderId: string, webhookId: string): Promise<WebhookEndpoint | null> {
@@ -256,6 +281,8 @@ export class WebhooksRepository {
         'd.event_sequence',
         'w.url',
         'w.secret_ciphertext',
+        'w.previous_secret_ciphertext',
+        'w.previous_secret_expires_at',
         'e.body',
       );
     return rows
@@ -268,6 +295,8 @@ export class WebhooksRepository {
         firstAttemptAt: r.first_attempt_at,
         url: r.url,
         secretCiphertext: r.secret_ciphertext,
+        previousSecretCiphertext: r.previous_secret_ciphertext,
+        previousSecretExpiresAt: r.previous_secret_expires_at,
         body: r.body,
       }));
   }

@@ -1,10 +1,21 @@
 import { ApiError } from '../../platform/http/error-catalogue.ts';
 import { principalOf, type OperationHandler } from '../../platform/http/operation-handler.ts';
 import { replayDelivery, toDeliveryResource } from '../deliveries.ts';
-import { listWebhooks as list, registerWebhook, removeWebhook, requireEndpoint, type EndpointDeps } from '../endpoints.ts';
+import {
+  getWebhook as get,
+  listWebhooks as list,
+  registerWebhook,
+  removeWebhook,
+  requireEndpoint,
+  rotateWebhookSecret as rotate,
+  sendTestEvent,
+  type EndpointDeps,
+  type PostToEndpoint,
+} from '../endpoints.ts';
 
 export interface WebhookHandlerDeps extends EndpointDeps {
   wakeDeliveries: () => void;
+  post: PostToEndpoint;
 }
 
 export function createWebhook(deps: WebhookHandlerDeps): OperationHandler<'createWebhook'> {
@@ -12,7 +23,22 @@ export function createWebhook(deps: WebhookHandlerDeps): OperationHandler<'creat
 }
 
 export function listWebhooks(deps: WebhookHandlerDeps): OperationHandler<'listWebhooks'> {
-  return async (request) => ({ status: 200, body: await list(deps, principalOf(request).lender.id) });
+  return async (request) => ({ status: 200, body: await list(deps, principalOf(request).lender.id, request.query ?? {}) });
+}
+
+export function getWebhook(deps: WebhookHandlerDeps): OperationHandler<'getWebhook'> {
+  return async (request) => ({ status: 200, body: await get(deps, principalOf(request).lender.id, request.params.webhook_id) });
+}
+
+export function rotateWebhookSecret(deps: WebhookHandlerDeps): OperationHandler<'rotateWebhookSecret'> {
+  return async (request) => ({
+    status: 200,
+    body: await rotate(deps, principalOf(request).lender.id, request.params.webhook_id, request.body?.overlap_seconds),
+  });
+}
+
+export function sendWebhookTest(deps: WebhookHandlerDeps): OperationHandler<'sendWebhookTest'> {
+  return async (request) => ({ status: 200, body: await sendTestEvent(deps, principalOf(request).lender.id, request.params.webhook_id) });
 }
 
 export function deleteWebhook(deps: WebhookHandlerDeps): OperationHandler<'deleteWebhook'> {

@@ -11,6 +11,7 @@ import * as overlays from './20261123_009_overlays.ts';
 import * as benchmarks from './20261123_010_benchmarks.ts';
 import * as sealedConsentLinks from './20261123_011_sealed_consent_links.ts';
 import * as verificationList from './20261124_012_verification_list.ts';
+import * as webhookSecretRotation from './20261124_013_webhook_secret_rotation.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -28,6 +29,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261123_010_benchmarks', benchmarks],
   ['20261123_011_sealed_consent_links', sealedConsentLinks],
   ['20261124_012_verification_list', verificationList],
+  ['20261124_013_webhook_secret_rotation', webhookSecretRotation],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

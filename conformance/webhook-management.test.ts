@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { assertError } from './assertions.ts';
+import { assertEventRequest, transitionRows } from './event-contract.ts';
+import { forEachTarget, requireKey, requireSandbox } from './harness.ts';
+import { randomReference } from './sandbox.ts';
+import { verifySignature } from './webhook-receiver.ts';
+import { attemptWaitMs, requireWebhooks, WEBHOOKS_PATH, WebhookSession } from './webhooks.ts';
+
+/**
+ * Webhook endpoint management (P25): GET /webhooks/{id}, pages of GET /webhooks, secret rotation
+ * with its overlap (both signatures in one header, either verifies), and POST /webhooks/{id}/test.
+ */
+
+/**
+ * A public address literal resolves without DNS and passes the target checks; nothing is sent there:
+ * the endpoint takes only tape.updated, which nothing triggers for this lender, and is deleted after the test.
+ */
+const publicUrl = (label: string) => `https://8.8.8.8/conformance-${label}-${randomBytes(6).toString('hex')}`;
+
+type Webhook = { webhook_id: string; url: string; events: string[]; created_at: string; previous_secret_expires_at: string | null };
+
+forEachTarget((target) => {
+  describe('happy and errors: webhook endpoint management', function () {
+    let session: WebhookSession;
+    before(async () => {
+      session = await WebhookSession.open(target);
+    });
+    afterEach(async function () {
+      this.timeout(30_000);
+      await session.cleanup();
+    });
+
+    it('GET /webhooks/{id}: the endpoint as listed, no secret; another lender: 404', async function () {
+      const created = await session.register(publicUrl('get'), ['tape.updated']);
+      const response = await session.request('GET', `${WEBHOOKS_PATH}/${created.webhook_id}`);
+      assert.equal(response.status, 200, response.text);
+      const webhook = response.json as Webhook;
+      assert.deepEqual(webhook, {
+        webhook_id: created.webhook_id,
+        url: created.url,
+        events: created.events,
+        created_at: created.created_at,
+        previous_secret_expires_at: null,
+      });
+      assert.ok(!response.text.includes(created.secret));
+      requireKey(this, target, 'otherLender');
+      assertError(await session.request('GET', `${WEBHOOKS_PATH}/${created.webhook_id}`, { as: 'otherLender' }), 404, 'not_found');
+    });
+
+    it('GET /webhooks pages with limit and starting_after, oldest first, has_more; a cursor not of the lender: 400 validation_error', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i += 1) ids.push((await session.register(publicUrl(`page-${i}`), ['tape.updated'])).webhook_id);
+      const seen: string[] = [];
+      let after = '';
+      for (let page = 0; page < 30; page += 1) {
+        const response = await session.request('GET', `${WEBHOOKS_PATH}?limit=1${after ? `&starting_after=${after}` : ''}`);
+        assert.equal(response.status, 200, response.text);
+        const body = response.json as { data: Webhook[]; has_more: boolean };
+        seen.push(...body.data.map((w) => w.webhook_id));
+        if (!body.has_more) break;
+        after = body.data.at(-1)!.webhook_id;
+      }
+      assert.deepEqual(
+        seen.filter((id) => ids.includes(id)),
+        ids,
+      );
+      assertError(await session.request('GET', `${WEBHOOKS_PATH}?starting_after=whk_neverissued00000000`), 400, 'validation_error', /starting_after/);
+    });
+
+    it('rotate-secret: 200 with a new whsec_ secret and the end of the overlap; bad overlap_seconds: 400; unknown endpoint: 404', async () => {
+      const created = await session.register(publicUrl('rotate'), ['tape.updated']);
+      const started = Date.now();
+      const response = await session.request('POST', `${WEBHOOKS_PATH}/${created.webhook_id}/rotate-secret`, { json: { overlap_seconds: 600 } });
+      assert.equal(response.status, 200, response.text);
+      const rotated = response.json as Webhook & { secret: string };
+      assert.notEqual(rotated.secret, created.secret);
+      const end = Date.parse(rotated.previous_secret_expires_at!);
+      assert.ok(Math.abs(end - (started + 600_000)) < 5 * 60_000, `previous_secret_expires_at ${rotated.previous_secret_expires_at} is about 600 s away`);
+      assert.equal(
+        ((await session.request('GET', `${WEBHOOKS_PATH}/${created.webhook_id}`)).json as Webhook).previous_secret_expires_at,
+        rotated.previous_secret_expires_at,
+      );
+      const none = await session.request('POST', `${WEBHOOKS_PATH}/${created.webhook_id}/rotate-secret`, { json: { overlap_seconds: 0 } });
+      assert.equal((none.json as Webhook).previous_secret_expires_at, null);
+      for (const body of [{ overlap_seconds: 604801 }, { overlap_seconds: 'soon' }, { grace: 1 }]) {
+        assertError(await session.request('POST', `${WEBHOOKS_PATH}/${created.webhook_id}/rotate-secret`, { json: body }), 400, 'validation_error');
+      }
+      assertError(await session.request('POST', `${WEBHOOKS_PATH}/whk_neverissued00000000/rotate-secret`), 404, 'not_found');
+    });
+
+    it('during the overlap a delivery carries both signatures, new first, and each secret verifies it', async function () {
+      requireWebhooks(this, target);
+      requireSandbox(this, target);
+      this.timeout(target.sandboxDelayMs + attemptWaitMs(target, 1) + 30_000);
+      const endpoint = await session.registerReceiver('rotation', ['verification.expired']);
+      const rotated = (await session.request('POST', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}/rotate-secret`, { json: { overlap_seconds: 3600 } }))
+        .json as { secret: string };
+      session.receiver.expectSignedWith(endpoint.path, rotated.secret);
+      const verification = await session.createVerification(randomReference('test-expire-'));
+      await session.waitForLog(
+        endpoint.webhook.webhook_id,
+        (log) => log.some((d) => d.verification_id === verification.verification_id && d.status === 'succeeded'),
+        target.sandboxDelayMs + attemptWaitMs(target, 1),
+        'the expiry delivered',
+      );
+      const request = session.receiver.requestsTo(endpoint.path).find((r) => r.rawBody.toString().includes(verification.verification_id))!;
+      const header = request.headers['x-service-signature'] as string;
+      assert.match(header, /^sha256=[0-9a-f]{64}, ?sha256=[0-9a-f]{64}$/, 'two signatures');
+      const [first, second] = header.split(',').map((entry) => entry.trim());
+      assert.ok(verifySignature(request.rawBody, first, rotated.secret), 'the new secret signs first');
+      assert.ok(verifySignature(request.rawBody, second, endpoint.secret), 'then the old one');
+      assert.ok(verifySignature(request.rawBody, header, endpoint.secret) && verifySignature(request.rawBody, header, rotated.secret));
+      assert.equal(request.signature, 'valid', "the receiver's own check with the new secret");
+    });
+
+    it('test: 200 with the receiver answer; a signed webhook.test valid against its schema arrives, whatever the subscription', async function () {
+      requireWebhooks(this, target);
+      const endpoint = await session.registerReceiver('test-event', ['verification.completed']);
+      const response = await session.request('POST', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}/test`);
+      assert.equal(response.status, 200, response.text);
+      const result = response.json as { event_id: string; delivery_id: string; succeeded: boolean; status_code: number | null };
+      assert.equal(result.succeeded, true, response.text);
+      assert.equal(result.status_code, 200);
+      const requests = session.receiver.requestsTo(endpoint.path);
+      assert.equal(requests.length, 1);
+      const event = assertEventRequest(requests[0]!, { ...endpoint, events: [...endpoint.events, 'webhook.test'] }, await transitionRows());
+      assert.equal(event.payload.event, 'webhook.test');
+      assert.equal(event.deliveryId, result.delivery_id);
+      assert.equal((event.payload as { event_id?: string }).event_id, result.event_id);
+      const log = (await session.deliveries(endpoint.webhook.webhook_id)).json as { data: unknown[] };
+      assert.deepEqual(log.data, [], 'a test is not part of the delivery log');
+    });
+
+    it('test to a receiver answering 500: 200 with succeeded false and status_code 500; unknown endpoint: 404', async function () {
+      requireWebhooks(this, target);
+      const endpoint = await session.registerReceiver('test-failing', ['verification.completed']);
+      session.receiver.answerAlways(endpoint.path, 500);
+      const response = await session.request('POST', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}/test`);
+      assert.equal(response.status, 200, response.text);
+      assert.deepEqual([(response.json as { succeeded: boolean }).succeeded, (response.json as { status_code: number }).status_code], [false, 500]);
+      assertError(await session.request('POST', `${WEBHOOKS_PATH}/whk_neverissued00000000/test`), 404, 'not_found');
+    });
+  });
+});

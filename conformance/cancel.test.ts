@@ -14,7 +14,7 @@ import { attemptWaitMs, requireWebhooks, WebhookSession } from './webhooks.ts';
 forEachTarget((target) => {
   const realCreator = () => ({ obligor_reference: randomReference('conformance-cancel-'), creator_platforms: ['youtube' as const] });
 
-  describe('happy: cancel a verification waiting for consent', () => {
+  describe('happy: cancel a verification waiting for consent [op:cancelVerification 200] [transition:pending_consent->cancelled]', () => {
     it('200 with the verification now cancelled; the status endpoint agrees and it stays cancelled', async () => {
       const verification = await created(target, realCreator());
       const response = await cancelVerification(target, verification.verification_id);
@@ -50,21 +50,21 @@ forEachTarget((target) => {
   });
 
   describe('errors: cancel', () => {
-    it('a completed verification: 422 unprocessable naming its state', async function () {
+    it('a completed verification: 422 unprocessable naming its state [op:cancelVerification 422 unprocessable]', async function () {
       requireSandbox(this, target);
       const verification = await created(target, { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] });
       assertError(await cancelVerification(target, verification.verification_id), 422, 'unprocessable', /completed/);
       assert.equal((await getVerification(target, verification.verification_id)).status, 'completed');
     });
 
-    it("another lender's verification: 404 not_found, and it stays pending_consent", async function () {
+    it("another lender's verification: 404 not_found, and it stays pending_consent [op:cancelVerification 404 not_found]", async function () {
       requireKey(this, target, 'otherLender');
       const verification = await created(target, realCreator());
       assertError(await cancelVerification(target, verification.verification_id, 'otherLender'), 404, 'not_found');
       assert.equal((await getVerification(target, verification.verification_id)).status, 'pending_consent');
     });
 
-    it('an id never issued: 404 not_found; no key: 401; a gdpr_admin key: 403', async function () {
+    it('an id never issued: 404 not_found; no key: 401; a gdpr_admin key: 403 [op:cancelVerification 404 not_found] [op:cancelVerification 401 unauthorized] [op:cancelVerification 403 forbidden]', async function () {
       assertError(await cancelVerification(target, 'vrf_neverissued0000000000'), 404, 'not_found');
       assertError(await target.api.post('/api/v1/verifications/vrf_neverissued0000000000/cancel', { key: null }), 401, 'unauthorized');
       requireKey(this, target, 'gdpr');
@@ -72,7 +72,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('happy: the verification.cancelled event', function () {
+  describe('happy: the verification.cancelled event [event:verification.cancelled]', function () {
     let session: WebhookSession | undefined;
     after(async function () {
       this.timeout(30_000);

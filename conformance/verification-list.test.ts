@@ -23,7 +23,7 @@ forEachTarget((target) => {
     return { reference, made };
   };
 
-  describe('happy: list verifications (GET /api/v1/verifications)', () => {
+  describe('happy: list verifications (GET /api/v1/verifications) [op:listVerifications 200]', () => {
     it('newest first, each entry the whole resource as the status endpoint shows it', async () => {
       const { reference, made } = await threeOfOneObligor();
       const response = await target.api.get(`${CREATE_PATH}?obligor_reference=${reference}`);
@@ -69,7 +69,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('security and errors: GET /api/v1/verifications', () => {
+  describe('security and errors: GET /api/v1/verifications [op:listVerifications 400 validation_error]', () => {
     it("another lender's key lists none of this lender's verifications, and its cursor here is 400 validation_error", async function () {
       requireKey(this, target, 'otherLender');
       const { reference, made } = await threeOfOneObligor();

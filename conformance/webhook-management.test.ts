@@ -31,7 +31,7 @@ forEachTarget((target) => {
       await session.cleanup();
     });
 
-    it('GET /webhooks/{id}: the endpoint as listed, no secret; another lender: 404', async function () {
+    it('GET /webhooks/{id}: the endpoint as listed, no secret; another lender: 404 [op:getWebhook 200] [op:getWebhook 404 not_found]', async function () {
       const created = await session.register(publicUrl('get'), ['tape.updated']);
       const response = await session.request('GET', `${WEBHOOKS_PATH}/${created.webhook_id}`);
       assert.equal(response.status, 200, response.text);
@@ -48,7 +48,7 @@ forEachTarget((target) => {
       assertError(await session.request('GET', `${WEBHOOKS_PATH}/${created.webhook_id}`, { as: 'otherLender' }), 404, 'not_found');
     });
 
-    it('GET /webhooks pages with limit and starting_after, oldest first, has_more; a cursor not of the lender: 400 validation_error', async () => {
+    it('GET /webhooks pages with limit and starting_after, oldest first, has_more; a cursor not of the lender: 400 validation_error [op:listWebhooks 200] [op:listWebhooks 400 validation_error]', async () => {
       const ids: string[] = [];
       for (let i = 0; i < 3; i += 1) ids.push((await session.register(publicUrl(`page-${i}`), ['tape.updated'])).webhook_id);
       const seen: string[] = [];
@@ -68,7 +68,7 @@ forEachTarget((target) => {
       assertError(await session.request('GET', `${WEBHOOKS_PATH}?starting_after=whk_neverissued00000000`), 400, 'validation_error', /starting_after/);
     });
 
-    it('rotate-secret: 200 with a new whsec_ secret and the end of the overlap; bad overlap_seconds: 400; unknown endpoint: 404', async () => {
+    it('rotate-secret: 200 with a new whsec_ secret and the end of the overlap; bad overlap_seconds: 400; unknown endpoint: 404 [op:rotateWebhookSecret 200] [op:rotateWebhookSecret 400 validation_error] [op:rotateWebhookSecret 404 not_found]', async () => {
       const created = await session.register(publicUrl('rotate'), ['tape.updated']);
       const started = Date.now();
       const response = await session.request('POST', `${WEBHOOKS_PATH}/${created.webhook_id}/rotate-secret`, { json: { overlap_seconds: 600 } });
@@ -89,7 +89,7 @@ forEachTarget((target) => {
       assertError(await session.request('POST', `${WEBHOOKS_PATH}/whk_neverissued00000000/rotate-secret`), 404, 'not_found');
     });
 
-    it('during the overlap a delivery carries both signatures, new first, and each secret verifies it', async function () {
+    it('during the overlap a delivery carries both signatures, new first, and each secret verifies it [op:rotateWebhookSecret 200] [header:X-Service-Signature]', async function () {
       requireWebhooks(this, target);
       requireSandbox(this, target);
       this.timeout(target.sandboxDelayMs + attemptWaitMs(target, 1) + 30_000);
@@ -114,7 +114,7 @@ forEachTarget((target) => {
       assert.equal(request.signature, 'valid', "the receiver's own check with the new secret");
     });
 
-    it('test: 200 with the receiver answer; a signed webhook.test valid against its schema arrives, whatever the subscription', async function () {
+    it('test: 200 with the receiver answer; a signed webhook.test valid against its schema arrives, whatever the subscription [op:sendWebhookTest 200] [event:webhook.test]', async function () {
       requireWebhooks(this, target);
       const endpoint = await session.registerReceiver('test-event', ['verification.completed']);
       const response = await session.request('POST', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}/test`);
@@ -132,7 +132,7 @@ forEachTarget((target) => {
       assert.deepEqual(log.data, [], 'a test is not part of the delivery log');
     });
 
-    it('test to a receiver answering 500: 200 with succeeded false and status_code 500; unknown endpoint: 404', async function () {
+    it('test to a receiver answering 500: 200 with succeeded false and status_code 500; unknown endpoint: 404 [op:sendWebhookTest 200] [op:sendWebhookTest 404 not_found]', async function () {
       requireWebhooks(this, target);
       const endpoint = await session.registerReceiver('test-failing', ['verification.completed']);
       session.receiver.answerAlways(endpoint.path, 500);

@@ -328,7 +328,7 @@ export class VerificationLifecycle {
       } else if (record.status !== 'cancelled') {
         throw new DomainError('refused', `Verification ${verificationId} is ${record.status}; only a pending_consent verification can be cancelled.`);
       }
-      return store.resource((await store.lock(record.id))!);
+      return store.resourceOf((await store.lock(record.id))!);
     });
   }
 

@@ -293,6 +293,11 @@ export class VerificationStore {
     return row ? toRecord(row, this.links) : null;
   }
 
+  /** The resource as this unit of work sees it (after its own writes). */
+  async resourceOf(record: VerificationRecord): Promise<VerificationResource> {
+    return resourceIn(this.trx, record);
+  }
+
   async applyStatus(
     verificationId: string,
     transition: Transition,

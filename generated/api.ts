@@ -459,11 +459,11 @@ export interface components {
         VerificationStatus: "pending_consent" | "processing" | "completed" | "failed" | "expired" | "cancelled";
         /**
          * FailureReason
-         * @description Why data collection failed. The service sends one of: `platform_error` (a connected platform returned an error), `consent_revoked` (the creator revoked OAuth access before data was fetched), `timeout` (collection did not finish within the processing window). New reason values are a non-breaking change: receivers must tolerate values not listed here and treat them as a generic failure.
+         * @description Why the verification failed. The service sends one of: `platform_error` (a connected platform returned an error), `consent_revoked` (the creator revoked OAuth access before data was fetched), `timeout` (collection did not finish within the processing window), `consent_declined` (the creator declined to share their income on the consent page; nothing was read). New reason values are a non-breaking change: receivers must tolerate values not listed here and treat them as a generic failure.
          * @example platform_error
          * @enum {string}
          */
-        FailureReason: "platform_error" | "consent_revoked" | "timeout";
+        FailureReason: "platform_error" | "consent_revoked" | "timeout" | "consent_declined";
         TapeSchemaVersion: components["schemas"]["SchemaVersion"];
         VerificationCreateRequest: {
             obligor_reference: components["schemas"]["ObligorReference"];

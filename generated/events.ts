@@ -5,9 +5,9 @@
  */
 export type EventId = string;
 /**
- * Why data collection failed. The service sends one of: `platform_error` (a connected platform returned an error), `consent_revoked` (the creator revoked OAuth access before data was fetched), `timeout` (collection did not finish within the processing window). New reason values are a non-breaking change: receivers must tolerate values not listed here and treat them as a generic failure.
+ * Why the verification failed. The service sends one of: `platform_error` (a connected platform returned an error), `consent_revoked` (the creator revoked OAuth access before data was fetched), `timeout` (collection did not finish within the processing window), `consent_declined` (the creator declined to share their income on the consent page; nothing was read). New reason values are a non-breaking change: receivers must tolerate values not listed here and treat them as a generic failure.
  */
-export type FailureReason = 'platform_error' | 'consent_revoked' | 'timeout';
+export type FailureReason = 'platform_error' | 'consent_revoked' | 'timeout' | 'consent_declined';
 
 export interface WebhookEvents {
   'tape.updated'?: TapeUpdatedEvent;
@@ -166,7 +166,7 @@ export interface VerificationExpiredData {
   status: 'expired';
 }
 /**
- * Sent when a verification moves from `processing` to `failed` because data collection failed; `reason` says why. A failed verification is not retried: the lender creates a new verification with a fresh consent URL. In the sandbox it is also sent for `test-fail-` (`platform_error`), `test-revoke-` (`consent_revoked`) and `test-timeout-` (`timeout`) references. The top-level fields are the primary form (spec 6.1); `data` repeats the verification fields for clients written against the sandbox example (D13). Receivers must ignore fields they do not know (new optional fields may be added) and must tolerate `reason` values beyond the three listed.
+ * Sent when a verification moves to `failed`: from `processing` because data collection failed, or from `pending_consent` because the creator declined on the consent page (`consent_declined`); `reason` says why. A failed verification is not retried: the lender creates a new verification with a fresh consent URL. In the sandbox it is also sent for `test-fail-` (`platform_error`), `test-revoke-` (`consent_revoked`) and `test-timeout-` (`timeout`) references. The top-level fields are the primary form (spec 6.1); `data` repeats the verification fields for clients written against the sandbox example (D13). Receivers must ignore fields they do not know (new optional fields may be added) and must tolerate `reason` values beyond the four listed.
  */
 export interface VerificationFailedEvent {
   /**

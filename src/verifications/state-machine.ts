@@ -8,7 +8,7 @@ import type { EventName } from '../platform/events/outbox.ts';
 export const VERIFICATION_STATES = ['pending_consent', 'processing', 'completed', 'failed', 'expired', 'cancelled'] as const;
 export type VerificationStatus = (typeof VERIFICATION_STATES)[number];
 
-export const FAILURE_REASONS = ['platform_error', 'consent_revoked', 'timeout'] as const;
+export const FAILURE_REASONS = ['platform_error', 'consent_revoked', 'timeout', 'consent_declined'] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 // The reasons of the table and of the contract's events are the same set; a change to one alone fails here.
 const sameReasons: [FailureReason, ContractFailureReason] extends [ContractFailureReason, FailureReason] ? true : never = true;
@@ -20,7 +20,7 @@ export type TransitionEventName = Extract<EventName, 'verification.completed' | 
 export interface Transition {
   /** null: the verification is being created. */
   from: VerificationStatus | null;
-  trigger: 'created' | 'created_synthetic' | 'consent_completed' | 'tape_computed' | 'collection_failed' | 'consent_expired' | 'cancelled_by_lender';
+  trigger: 'created' | 'created_synthetic' | 'consent_completed' | 'tape_computed' | 'collection_failed' | 'consent_expired' | 'cancelled_by_lender' | 'consent_declined';
   to: VerificationStatus;
   /** The event the move emits, in the same transaction (D11, D14). */
   emits: TransitionEventName | null;
@@ -65,6 +65,13 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'cancelled',
     emits: 'verification.cancelled',
     description: 'the lender cancels before consent: the consent link says the request was withdrawn',
+  },
+  {
+    from: 'pending_consent',
+    trigger: 'consent_declined',
+    to: 'failed',
+    emits: 'verification.failed',
+    description: 'the creator declines on the consent page: reason consent_declined, nothing is read',
   },
 ];
 

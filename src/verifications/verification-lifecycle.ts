@@ -332,6 +332,21 @@ export class VerificationLifecycle {
     });
   }
 
+  /**
+   * The creator declined on the consent page: `failed` with `consent_declined` and its
+   * `verification.failed` event, nothing read. Only an open consent session can be declined (not
+   * one past its expiry that the expiry job has not reached yet). False when the link is no longer open.
+   */
+  async decline(verificationId: string): Promise<boolean> {
+    const now = this.deps.now();
+    return this.onLocked(
+      verificationId,
+      (v) => v.status === 'pending_consent' && new Date(v.expiresAt) > now,
+      ({ move }) => move('consent_declined', { reason: 'consent_declined' }),
+      now,
+    );
+  }
+
   /** Job: fetch the income of a consented verification (outside any unit of work: providers can be slow), then record it. */
   async collectIncome(verificationId: string, now: Date): Promise<void> {
     const verification = await this.deps.verifications.find(verificationId);

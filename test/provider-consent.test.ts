@@ -175,13 +175,26 @@ for (const factory of testDatabases()) {
       assert.deepEqual([done.status, done.failure_reason], ['failed', 'timeout']);
     });
 
-    it('keeps a platform unconnected when the creator denies it on the provider page', async () => {
-      const { id, path } = await create(['youtube']);
-      const back = await connect(path, 'youtube', 'Deny');
-      assert.equal(back.status, 303);
-      assert.equal((await status(id)).platform_connections[0].status, 'not_connected');
-      const replayed = await request(service.app).get(`/consent/oauth/youtube/callback?state=forged&code=x`);
-      assert.equal(replayed.status, 409);
-    });
+    for (const [platform, name] of [
+      ['youtube', 'YouTube'],
+      ['stripe', 'Stripe'],
+    ] as const) {
+      it(`keeps ${name} unconnected when the creator denies it on the provider page, says so, and offers to try again or decline`, async () => {
+        const { id, path } = await create([platform]);
+        const back = await connect(path, platform, 'Deny');
+        assert.equal(back.status, 303);
+        assert.equal(back.headers.location, `${path}/denied/${platform}`);
+        assert.equal((await status(id)).platform_connections[0].status, 'not_connected');
+        const page = await request(service.app).get(back.headers.location);
+        assert.equal(page.status, 200);
+        assert.match(page.text, new RegExp(`<h1>You did not give access to ${name}</h1>`));
+        assert.ok(page.text.includes(`<form method="post" action="${path}/connect/${platform}">`), 'try again');
+        assert.ok(page.text.includes(`<a href="${path}/decline">`), 'decline');
+        assert.equal((await status(id)).status, 'pending_consent');
+        const replayed = await request(service.app).get(`/consent/oauth/${platform}/callback?state=forged&code=x`);
+        assert.equal(replayed.status, 409);
+        assert.doesNotMatch(replayed.text, /href="\/consent\/"/, 'no link to a page that does not exist');
+      });
+    }
   });
 }

@@ -48,8 +48,10 @@ export type ConsentSession =
 export class ConsentRefused extends Error {
   override name = 'ConsentRefused';
   constructor(
-    readonly reason: 'already_connected' | 'not_requested' | 'nothing_connected' | 'closed' | 'unavailable' | 'provider_refused',
+    readonly reason: 'already_connected' | 'not_requested' | 'nothing_connected' | 'closed' | 'stale_sign_in' | 'unavailable' | 'provider_refused',
     message: string,
+    /** The platform the refusal is about, for the page that explains it. */
+    readonly platform?: Platform,
   ) {
     super(message);
   }
@@ -80,10 +82,10 @@ async function requireOpen(deps: ConsentDeps, token: string) {
 export async function decideSandboxConnection(deps: ConsentDeps, token: string, platform: Platform, allow: boolean): Promise<void> {
   const { verification, connections } = await requireOpen(deps, token);
   if (!verification.creatorPlatforms.includes(platform)) {
-    throw new ConsentRefused('not_requested', `The lender did not ask for ${platform}.`);
+    throw new ConsentRefused('not_requested', `The lender did not ask for ${platform}.`, platform);
   }
   if (connections.get(platform) === 'connected') {
-    throw new ConsentRefused('already_connected', `${platform} is already connected for this verification.`);
+    throw new ConsentRefused('already_connected', `${platform} is already connected for this verification.`, platform);
   }
   if (!allow) return;
   await deps.consent.markConnected(verification.id, platform, deps.now().toISOString());
@@ -96,10 +98,12 @@ export async function decideSandboxConnection(deps: ConsentDeps, token: string, 
  */
 export async function startConnection(deps: ConsentDeps, token: string, platform: Platform, publicBaseUrl: string): Promise<URL> {
   const { verification, connections } = await requireOpen(deps, token);
-  if (!verification.creatorPlatforms.includes(platform)) throw new ConsentRefused('not_requested', `The lender did not ask for ${platform}.`);
-  if (connections.get(platform) === 'connected') throw new ConsentRefused('already_connected', `${platform} is already connected for this verification.`);
+  if (!verification.creatorPlatforms.includes(platform)) throw new ConsentRefused('not_requested', `The lender did not ask for ${platform}.`, platform);
+  if (connections.get(platform) === 'connected') {
+    throw new ConsentRefused('already_connected', `${platform} is already connected for this verification.`, platform);
+  }
   const provider = deps.providers[platform];
-  if (!provider) throw new ConsentRefused('unavailable', 'Connecting this platform is not available on this service yet. Please try again later.');
+  if (!provider) throw new ConsentRefused('unavailable', 'Connecting this platform is not available on this service yet. Please try again later.', platform);
   const state = oauth.randomState();
   const codeVerifier = provider.usesPkce ? oauth.randomPKCECodeVerifier() : null;
   await deps.consent.insertOAuthRequest({
@@ -116,24 +120,27 @@ export async function startConnection(deps: ConsentDeps, token: string, platform
 /**
  * The provider sent the creator back: the state must be one this service issued for this platform
  * and still open; the code is exchanged, the tokens stored encrypted. Returns the consent link to
- * return to. A refusal on the provider's screen leaves the platform unconnected.
+ * return to. A refusal on the provider's screen leaves the platform unconnected: `refused` says
+ * whether the creator pressed Deny (`access_denied`, RFC 6749 4.1.2.1) or the provider ended the
+ * sign-in with another error.
  */
 export async function finishConnection(
   deps: ConsentDeps,
   platform: Platform,
   callbackUrl: URL,
   publicBaseUrl: string,
-): Promise<{ consentToken: string; connected: boolean }> {
+): Promise<{ consentToken: string; connected: true } | { consentToken: string; connected: false; refused: 'denied' | 'error' }> {
   const state = callbackUrl.searchParams.get('state') ?? '';
   const request = state ? await deps.consent.takeOAuthRequest(sha256Hex(state)) : null;
   if (!request || request.platform !== platform || new Date(request.expiresAt) <= deps.now()) {
-    throw new ConsentRefused('closed', 'This sign-in has expired or was already used. Start again from the consent link.');
+    throw new ConsentRefused('stale_sign_in', 'This sign-in has expired or was already used. Start again from the consent link.');
   }
   const consentToken = decryptSecret(deps.encryptionKey, request.consentTokenCiphertext);
   await requireOpen(deps, consentToken);
-  if (callbackUrl.searchParams.get('error')) return { consentToken, connected: false };
+  const error = callbackUrl.searchParams.get('error');
+  if (error) return { consentToken, connected: false, refused: error === 'access_denied' ? 'denied' : 'error' };
   const provider = deps.providers[platform];
-  if (!provider) throw new ConsentRefused('unavailable', 'Connecting this platform is not available on this service yet.');
+  if (!provider) throw new ConsentRefused('unavailable', 'Connecting this platform is not available on this service yet.', platform);
   let account;
   try {
     account = await provider.exchange({
@@ -144,7 +151,7 @@ export async function finishConnection(
     });
   } catch (error) {
     deps.logger.warn({ platform, verificationId: request.verificationId, reason: (error as Error).message }, 'provider refused the connection');
-    throw new ConsentRefused('provider_refused', `${platform === 'youtube' ? 'YouTube' : 'Stripe'} did not grant read access. Try connecting again.`);
+    throw new ConsentRefused('provider_refused', `${platform === 'youtube' ? 'YouTube' : 'Stripe'} did not grant read access. Try connecting again.`, platform);
   }
   await deps.consent.saveConnection(request.verificationId, platform, {
     email: account.email ? protectEmail(deps.encryptionKey, account.email) : null,
@@ -164,4 +171,13 @@ export async function completeConsent(deps: ConsentDeps, token: string): Promise
     throw new ConsentRefused('nothing_connected', 'Connect at least one platform before giving consent.');
   }
   if (!(await deps.lifecycle.recordConsent(verification.id))) throw new ConsentRefused('closed', 'This consent link is no longer open.');
+}
+
+/**
+ * The creator does not want to share: the verification fails with `consent_declined` and the lender
+ * is told by `verification.failed`; nothing is read, whatever was connected.
+ */
+export async function declineConsent(deps: ConsentDeps, token: string): Promise<void> {
+  const { verification } = await requireOpen(deps, token);
+  if (!(await deps.lifecycle.decline(verification.id))) throw new ConsentRefused('closed', 'This consent link is no longer open.');
 }

@@ -61,7 +61,14 @@ for (const factory of testDatabases()) {
       assert.match(page.headers['content-type'] ?? '', /text\/html/);
       assert.match(page.text, /Northwind &lt;Capital&gt; asks to verify your creator income/);
       assert.doesNotMatch(page.text, /<Capital>/, 'the lender name is not escaped');
-      for (const text of ['YouTube', 'Stripe', 'yt-analytics-monetary.readonly', 'read_only', 'What is never seen or shared', '2026-11-28 10:00 UTC'])
+      for (const text of [
+        'YouTube',
+        'Stripe',
+        'yt-analytics-monetary.readonly',
+        'read_only',
+        'What is never seen or shared',
+        'November 28, 2026 at 10:00 AM UTC',
+      ])
         assert.ok(page.text.includes(text), text);
       assert.match(page.text, /<button type="submit" disabled aria-disabled="true">Give consent and finish<\/button>/);
       assert.doesNotMatch(page.text, /<script|https?:\/\/(?!127)/, 'scripts or third-party assets');
@@ -91,7 +98,7 @@ for (const factory of testDatabases()) {
       const done = await request(service.app).post(`${path}/complete`);
       assert.equal(done.status, 303);
       assert.equal((await status(id)).status, 'processing');
-      assert.match((await request(service.app).get(path)).text, /Consent already given/);
+      assert.match((await request(service.app).get(path)).text, /<h1>Thank you: your income is being read<\/h1>/);
       await service.jobs.runDue();
       const completed = await status(id);
       assert.equal(completed.status, 'completed');
@@ -107,9 +114,108 @@ for (const factory of testDatabases()) {
       const { id, path } = await create(['stripe']);
       const denied = await request(service.app).post(`${path}/sandbox/stripe`).type('form').send({ decision: 'deny' });
       assert.equal(denied.status, 303);
+      assert.equal(denied.headers.location, `${path}/denied/stripe`);
+      const explained = await request(service.app).get(denied.headers.location);
+      assert.equal(explained.status, 200);
+      assert.match(explained.text, /<h1>You did not give access to Stripe<\/h1>/);
+      assert.ok(explained.text.includes(`<form method="post" action="${path}/connect/stripe">`), 'offers to try again');
+      assert.ok(explained.text.includes(`<a href="${path}/decline">I do not want to share</a>`), 'offers to decline');
       const refused = await request(service.app).post(`${path}/complete`);
       assert.equal(refused.status, 422);
       assert.equal((await status(id)).status, 'pending_consent');
+    });
+
+    it('declines after a confirmation: failed with consent_declined, one verification.failed event, and a page that says so', async () => {
+      const { id, path } = await create(['youtube', 'stripe']);
+      await connect(path, 'youtube');
+      const page = await request(service.app).get(path);
+      assert.ok(page.text.includes(`<a href="${path}/decline">I do not want to share</a>`));
+      const confirm = await request(service.app).get(`${path}/decline`);
+      assert.equal(confirm.status, 200);
+      assert.match(confirm.text, /<h1>Decline to share your income with Northwind &lt;Capital&gt;\?<\/h1>/);
+      assert.ok(confirm.text.includes(`<form method="post" action="${path}/decline">`));
+      assert.equal((await status(id)).status, 'pending_consent', 'opening the confirmation changes nothing');
+
+      const declined = await request(service.app).post(`${path}/decline`).type('form').send({});
+      assert.equal(declined.status, 303);
+      assert.equal(declined.headers.location, path);
+      const failed = await status(id);
+      assert.deepEqual([failed.status, failed.failure_reason], ['failed', 'consent_declined']);
+      const events = await service.verifications.eventsOf(id);
+      assert.deepEqual(
+        events.map((e) => [e.name, (e.payload as { reason?: string }).reason]),
+        [['verification.failed', 'consent_declined']],
+      );
+      const outcome = await request(service.app).get(path);
+      assert.equal(outcome.status, 200);
+      assert.match(outcome.text, /<h1>You declined to share your income<\/h1>/);
+      assert.match(outcome.text, /Northwind &lt;Capital&gt; has been told that you do not want to share/);
+      assert.doesNotMatch(outcome.text, /consent_declined|vrf_/, 'no internal detail on the page');
+
+      // A second decline, or consent after it, changes nothing and shows how the link ended.
+      for (const step of ['decline', 'complete']) {
+        const again = await request(service.app).post(`${path}/${step}`);
+        assert.equal(again.status, 303, step);
+        assert.equal(again.headers.location, path);
+      }
+      assert.equal((await service.verifications.eventsOf(id)).length, 1);
+    });
+
+    it('refuses a form posted from another site (Sec-Fetch-Site), changing nothing', async () => {
+      const { id, path } = await create(['youtube']);
+      const forged = await request(service.app).post(`${path}/decline`).set('Sec-Fetch-Site', 'cross-site');
+      assert.equal(forged.status, 403);
+      assert.match(forged.text, /This request was refused/);
+      assert.equal((await status(id)).status, 'pending_consent');
+      const sameOrigin = await request(service.app).post(`${path}/decline`).set('Sec-Fetch-Site', 'same-origin');
+      assert.equal(sameOrigin.status, 303);
+    });
+
+    it('speaks the language of Accept-Language, or the one chosen (remembered by a cookie), with lang and dir', async () => {
+      const { path } = await create(['youtube']);
+      const german = await request(service.app).get(path).set('Accept-Language', 'de-AT,de;q=0.9,en;q=0.5');
+      assert.match(german.text, /<html lang="de" dir="ltr">/);
+      assert.match(german.text, /<h1>Northwind &lt;Capital&gt; möchte Ihre Einnahmen als Creator prüfen<\/h1>/);
+      assert.ok(german.text.includes('28. November 2026 um 10:00 UTC'), 'the date in German, the zone named');
+      assert.match(german.headers.vary ?? '', /Accept-Language/);
+      const arabic = await request(service.app).get(path).set('Accept-Language', 'ar-AE');
+      assert.match(arabic.text, /<html lang="ar" dir="rtl">/);
+      const unknown = await request(service.app).get(path).set('Accept-Language', 'pt-BR');
+      assert.match(unknown.text, /<html lang="en" dir="ltr">/);
+
+      const chosen = await request(service.app).get(`${path}?lang=fr`).set('Accept-Language', 'de');
+      assert.match(chosen.text, /<html lang="fr" dir="ltr">/);
+      const cookie = chosen.headers['set-cookie']?.[0] ?? '';
+      assert.match(cookie, /^consent_lang=fr;/);
+      assert.match(cookie, /Path=\/consent/);
+      assert.match(cookie, /HttpOnly/);
+      assert.match(cookie, /SameSite=Lax/);
+      const remembered = await request(service.app).get(path).set('Accept-Language', 'de').set('Cookie', 'consent_lang=fr');
+      assert.match(remembered.text, /<html lang="fr" dir="ltr">/);
+      for (const locale of ['en', 'de', 'fr', 'es', 'ar'])
+        assert.ok(chosen.text.includes(`href="${path}?lang=${locale}" lang="${locale}" hreflang="${locale}"`), locale);
+      assert.equal((await request(service.app).get(`${path}?lang=xx`)).status, 200);
+    });
+
+    it('shows a privacy notice for the link (naming the lender) and one without a link', async () => {
+      const { path } = await create(['youtube']);
+      const page = await request(service.app).get(path);
+      assert.ok(page.text.includes(`<a href="${path}/privacy">Privacy notice</a>`));
+      const notice = await request(service.app).get(`${path}/privacy`);
+      assert.equal(notice.status, 200);
+      for (const text of [
+        'Northwind &lt;Capital&gt; is the controller',
+        'is the processor',
+        'The consent link works for 7 days',
+        'until you or the lender ask for them to be erased',
+        'contact Northwind &lt;Capital&gt;',
+      ])
+        assert.ok(notice.text.includes(text), text);
+      const generic = await request(service.app).get('/consent/privacy').set('Accept-Language', 'es');
+      assert.equal(generic.status, 200);
+      assert.match(generic.text, /<h1>Aviso de privacidad<\/h1>/);
+      assert.doesNotMatch(generic.text, /Northwind/);
+      assert.equal((await request(service.app).get('/consent/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefg/privacy')).status, 404);
     });
 
     it('fails with timeout when collection outlasts the processing window (D18)', async () => {

@@ -1,30 +1,63 @@
 import type { VerificationRecord } from '../verifications/verifications-repository.ts';
+import { CATALOGUES, directionOf, formatDateTime, LOCALES, type Locale, type Messages } from './i18n/catalogue.ts';
 
-// Server-rendered pages for creators: no JavaScript, no third-party assets, every value escaped.
+// Server-rendered pages for creators: no JavaScript, no third-party assets, every value escaped,
+// every string from the language catalogues (i18n/).
 
 const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 type Platform = VerificationRecord['creatorPlatforms'][number];
 
+export const PLATFORM_NAMES: Record<Platform, string> = { youtube: 'YouTube', stripe: 'Stripe' };
+
 /** What each platform's read-only access lets the service read, shown before the creator connects. */
-const PLATFORMS: Record<Platform, { name: string; reads: string; scope: string }> = {
-  youtube: {
-    name: 'YouTube',
-    reads: 'Estimated revenue per month from YouTube Analytics, and the email address of the Google account.',
-    scope: 'Google read-only scopes: yt-analytics-monetary.readonly, email',
-  },
-  stripe: {
-    name: 'Stripe',
-    reads: 'Balance transactions (payments and refunds) to total your gross volume per month, and the account email.',
-    scope: 'Stripe Connect read_only access',
-  },
-};
+const reads = (m: Messages, platform: Platform) => (platform === 'youtube' ? m.readsYoutube : m.readsStripe);
+const scope = (m: Messages, platform: Platform) => (platform === 'youtube' ? m.scopeYoutube : m.scopeStripe);
 
-const formatDate = (iso: string) => `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+/** Who is asking and in which language; what every page of a consent link shares. */
+export interface PageContext {
+  locale: Locale;
+  /** The consent link's token, when the page belongs to a link that exists. */
+  token?: string;
+  lenderName?: string;
+  /** The page the language links reload (one that answers GET); without it no language links are shown. */
+  here?: string;
+}
 
-function layout(title: string, body: string): string {
+/** The catalogue of the page's language, and its parameters ready to interpolate. */
+function wordsFor(ctx: PageContext) {
+  const m = CATALOGUES[ctx.locale];
+  // Latin names inside right-to-left text are isolated, so neighbouring punctuation stays on its side.
+  const isolate = (text: string) => (directionOf(ctx.locale) === 'rtl' ? `\u2068${text}\u2069` : text);
+  return {
+    m,
+    lender: isolate(ctx.lenderName ?? ''),
+    platform: (p: Platform) => isolate(PLATFORM_NAMES[p]),
+    date: (iso: string) => isolate(formatDateTime(ctx.locale, iso)),
+  };
+}
+
+export const consentPath = (token: string) => `/consent/${token}`;
+const privacyPath = (ctx: PageContext) => (ctx.token ? `/consent/${ctx.token}/privacy` : '/consent/privacy');
+
+function languageLinks(ctx: PageContext, m: Messages): string {
+  const here = ctx.here;
+  if (!here) return '';
+  // Same-origin links to the same page: the token in the path never leaves this origin, and the
+  // pages' no-referrer policy keeps it out of every Referer.
+  const separator = here.includes('?') ? '&' : '?';
+  const items = LOCALES.map((locale) => {
+    const name = escape(CATALOGUES[locale].languageName);
+    const current = locale === ctx.locale ? ' aria-current="true"' : '';
+    return `<li><a href="${escape(`${here}${separator}lang=${locale}`)}" lang="${locale}" hreflang="${locale}"${current}>${name}</a></li>`;
+  }).join('');
+  return `<nav aria-label="${escape(m.languageNav)}"><ul class="languages">${items}</ul></nav>`;
+}
+
+function layout(ctx: PageContext, title: string, body: string): string {
+  const { m, lender } = wordsFor(ctx);
   return `<!doctype html>
-<html lang="en">
+<html lang="${ctx.locale}" dir="${directionOf(ctx.locale)}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -36,106 +69,245 @@ function layout(title: string, body: string): string {
 <main id="main">
 ${body}
 </main>
+<footer>
+${languageLinks(ctx, m)}
+<p><a href="${escape(privacyPath(ctx))}">${escape(m.privacyLink)}</a></p>
+<p class="operator">${escape(ctx.lenderName ? m.footerOperatedFor({ lender }) : m.footerOperated)}</p>
+</footer>
 </body>
 </html>`;
 }
 
-export function consentPage(input: { token: string; verification: VerificationRecord; connections: Map<string, string>; notice?: string }): string {
-  const { token, verification, connections, notice } = input;
-  const lender = escape(verification.lenderName);
+const paragraph = (text: string, className?: string) => `<p${className ? ` class="${className}"` : ''}>${escape(text)}</p>`;
+const backLink = (ctx: PageContext, m: Messages) => (ctx.token ? `<p><a href="${consentPath(ctx.token)}">${escape(m.backToConsent)}</a></p>` : '');
+
+export function consentPage(
+  ctx: PageContext & { token: string },
+  input: { verification: VerificationRecord; connections: Map<string, string>; notice?: string },
+): string {
+  const { verification, connections, notice } = input;
+  const { m, lender, platform: name, date } = wordsFor(ctx);
+  const token = ctx.token;
   const anyConnected = [...connections.values()].includes('connected');
   const platforms = verification.creatorPlatforms
     .map((platform) => {
-      const info = PLATFORMS[platform];
       const connected = connections.get(platform) === 'connected';
-      const status = connected ? 'Connected' : 'Not connected';
       return `<li class="platform">
-  <h3 id="platform-${platform}">${info.name}</h3>
-  <p>${escape(info.reads)}</p>
-  <p class="scope">${escape(info.scope)}</p>
-  <p class="status" id="status-${platform}"><span class="label">Status:</span> <strong>${status}</strong></p>
+  <h3 id="platform-${platform}">${escape(PLATFORM_NAMES[platform])}</h3>
+  ${paragraph(reads(m, platform))}
+  <p class="scope" dir="auto">${escape(scope(m, platform))}</p>
+  <p class="status" id="status-${platform}"><span class="label">${escape(m.statusLabel)}</span> <strong>${escape(connected ? m.statusConnected : m.statusNotConnected)}</strong></p>
   ${
     connected
       ? ''
       : `<form method="post" action="/consent/${token}/connect/${platform}">
-    <button type="submit" aria-describedby="platform-${platform} status-${platform}">Connect ${info.name}</button>
+    <button type="submit" aria-describedby="platform-${platform} status-${platform}">${escape(m.connectButton({ platform: name(platform) }))}</button>
   </form>`
   }
 </li>`;
     })
     .join('\n');
   return layout(
-    `${verification.lenderName} asks to verify your creator income`,
-    `<h1>${lender} asks to verify your creator income</h1>
+    ctx,
+    m.consentTitle({ lender }),
+    `<h1>${escape(m.consentTitle({ lender }))}</h1>
 ${notice ? `<p class="notice" role="status">${escape(notice)}</p>` : ''}
-<p>${lender} never sees your passwords or logs in to your accounts. You connect each platform below with
-read-only access; the service reads your income, computes a summary for ${lender} and shares only that summary.</p>
+${paragraph(m.consentIntro({ lender }))}
 <section aria-labelledby="reads">
-<h2 id="reads">What is read</h2>
+<h2 id="reads">${escape(m.whatIsRead)}</h2>
 <ul class="platforms">
 ${platforms}
 </ul>
 </section>
 <section aria-labelledby="never">
-<h2 id="never">What is never seen or shared</h2>
+<h2 id="never">${escape(m.neverTitle)}</h2>
 <ul>
-<li>Your passwords: you sign in on the platform's own page, never here.</li>
-<li>Your videos, customers, messages and audience data.</li>
-<li>Any ability to change your accounts: access is read-only and you can revoke it on the platform at any time.</li>
-<li>Your email address is kept only to answer data-protection requests; it is not given to ${lender}.</li>
+<li>${escape(m.neverPasswords)}</li>
+<li>${escape(m.neverContent)}</li>
+<li>${escape(m.neverChanges)}</li>
+<li>${escape(m.neverEmail({ lender }))}</li>
 </ul>
 </section>
 <section aria-labelledby="finish">
-<h2 id="finish">Give consent</h2>
-<p>When you give consent, the income of the connected platforms is read and a summary is sent to ${lender}.
-A platform you leave unconnected is reported as having no data.</p>
+<h2 id="finish">${escape(m.finishTitle)}</h2>
+${paragraph(m.finishText({ lender }))}
 <form method="post" action="/consent/${token}/complete">
-<button type="submit"${anyConnected ? '' : ' disabled aria-disabled="true"'}>Give consent and finish</button>
+<button type="submit"${anyConnected ? '' : ' disabled aria-disabled="true"'}>${escape(m.finishButton)}</button>
 </form>
-${anyConnected ? '' : '<p class="hint">Connect at least one platform to continue.</p>'}
-<p class="expiry">This link expires on <time datetime="${verification.expiresAt}">${formatDate(verification.expiresAt)}</time>.</p>
+${anyConnected ? '' : paragraph(m.finishHint, 'hint')}
+<p class="expiry"><time datetime="${verification.expiresAt}">${escape(m.expiresOn({ date: date(verification.expiresAt) }))}</time></p>
+</section>
+<section aria-labelledby="decline">
+<h2 id="decline">${escape(m.declineTitle)}</h2>
+${paragraph(m.declineText({ lender }))}
+<p><a href="/consent/${token}/decline">${escape(m.declineLink)}</a></p>
 </section>`,
   );
 }
 
-export function sandboxProviderPage(token: string, platform: Platform, lenderName: string): string {
-  const info = PLATFORMS[platform];
+/** Declining is final, so the consent page's link leads here and only this form declines. */
+export function declineConfirmPage(ctx: PageContext & { token: string }): string {
+  const { m, lender } = wordsFor(ctx);
   return layout(
-    `${info.name} (sandbox): allow read-only access?`,
-    `<h1>${info.name} sign-in (sandbox simulation)</h1>
-<p>This sandbox stands in for ${info.name}'s own consent screen: no real account is connected and the income is synthetic.</p>
-<p>${escape(lenderName)}'s verification asks for: ${escape(info.reads)}</p>
-<form method="post" action="/consent/${token}/sandbox/${platform}">
-<button type="submit" name="decision" value="allow">Allow read-only access</button>
-<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+    ctx,
+    m.declineConfirmTitle({ lender }),
+    `<h1>${escape(m.declineConfirmTitle({ lender }))}</h1>
+${paragraph(m.declineConfirmText({ lender }))}
+${paragraph(m.declineConfirmFinal({ lender }))}
+<form method="post" action="/consent/${ctx.token}/decline">
+<button type="submit" class="danger">${escape(m.declineConfirmButton)}</button>
+</form>
+<p><a href="${consentPath(ctx.token)}">${escape(m.declineConfirmBack)}</a></p>`,
+  );
+}
+
+export function sandboxProviderPage(ctx: PageContext & { token: string }, platform: Platform): string {
+  const { m, lender, platform: name } = wordsFor(ctx);
+  return layout(
+    ctx,
+    m.sandboxTitle({ platform: name(platform) }),
+    `<h1>${escape(m.sandboxHeading({ platform: name(platform) }))}</h1>
+${paragraph(m.sandboxText({ platform: name(platform) }))}
+${paragraph(m.sandboxAsks({ lender }))}
+<ul><li>${escape(reads(m, platform))}</li></ul>
+<form method="post" action="/consent/${ctx.token}/sandbox/${platform}">
+<button type="submit" name="decision" value="allow">${escape(m.sandboxAllow)}</button>
+<button type="submit" name="decision" value="deny" class="secondary">${escape(m.sandboxDeny)}</button>
 </form>`,
   );
 }
 
-/** For links that are unknown, expired or finished, and for refusals: a clear message, nothing else. */
-export function messagePage(title: string, message: string, backTo?: string): string {
+/**
+ * The creator came back from the provider without granting access: pressed Deny (`denied`) or the
+ * provider ended the sign-in with another error. Says so, and offers to try again or to decline.
+ */
+export function providerDeniedPage(ctx: PageContext & { token: string }, platform: Platform, why: 'denied' | 'error'): string {
+  const { m, lender, platform: name } = wordsFor(ctx);
+  const p = { platform: name(platform) };
+  const title = why === 'denied' ? m.deniedTitle(p) : m.providerErrorTitle(p);
   return layout(
+    ctx,
     title,
     `<h1>${escape(title)}</h1>
-<p>${escape(message)}</p>
-${backTo ? `<p><a href="${escape(backTo)}">Back to the consent page</a></p>` : ''}`,
+${paragraph(why === 'denied' ? m.deniedText(p) : m.providerErrorText(p))}
+<h2>${escape(m.deniedNextTitle)}</h2>
+${paragraph(m.deniedTryAgainText(p))}
+<form method="post" action="/consent/${ctx.token}/connect/${platform}">
+<button type="submit">${escape(m.tryAgainButton(p))}</button>
+</form>
+${paragraph(m.deniedDeclineText({ lender }))}
+<p><a href="/consent/${ctx.token}/decline">${escape(m.declineLink)}</a></p>
+${backLink(ctx, m)}`,
   );
 }
 
+/** What a consent link shows once nothing more is asked of the creator: one page per state, failures by reason. */
+export function outcomePage(ctx: PageContext, verification: Pick<VerificationRecord, 'status' | 'failureReason' | 'updatedAt' | 'completedAt'>): string {
+  const { m, lender, date } = wordsFor(ctx);
+  const when = paragraph(m.outcomeWhen({ date: date(verification.updatedAt) }), 'when');
+  const close = paragraph(m.closePage);
+  const page = (title: string, ...paragraphs: string[]) =>
+    layout(ctx, title, `<h1>${escape(title)}</h1>\n${paragraphs.map((text) => paragraph(text)).join('\n')}\n${when}\n${close}`);
+  // `status` is typed by today's states; a state added later (for example `cancelled`) still gets a page.
+  const status: string = verification.status;
+  switch (status) {
+    case 'completed':
+      return page(m.completedTitle({ lender }), m.completedText({ lender, date: date(verification.completedAt ?? verification.updatedAt) }));
+    case 'processing':
+      return page(m.processingTitle, m.processingText({ lender }));
+    case 'expired':
+      return page(m.expiredTitle, m.expiredText({ lender }));
+    case 'cancelled':
+      return page(m.cancelledTitle, m.cancelledText({ lender }));
+    case 'failed': {
+      if (verification.failureReason === 'consent_declined') return page(m.declinedTitle, m.declinedText({ lender }), m.declinedChangeMind({ lender }));
+      const why =
+        verification.failureReason === 'platform_error'
+          ? m.failedPlatformError
+          : verification.failureReason === 'consent_revoked'
+            ? m.failedConsentRevoked
+            : verification.failureReason === 'timeout'
+              ? m.failedTimeout
+              : m.failedOther;
+      return page(m.failedTitle, why, m.failedNext({ lender }));
+    }
+    default:
+      return page(m.closedTitle, m.closedText);
+  }
+}
+
+/**
+ * The privacy notice of articles 13 and 14 GDPR for the creator, linked from every page. What it
+ * says about purposes and retention is what `gdpr/processing-notice.ts` reports to the lender and
+ * `docs/data-protection.md` describes; change them together.
+ */
+export function privacyPage(ctx: PageContext): string {
+  const { m, lender } = wordsFor(ctx);
+  const named = Boolean(ctx.lenderName);
+  const list = (items: string[]) => `<ul>\n${items.map((item) => `<li>${escape(item)}</li>`).join('\n')}\n</ul>`;
+  return layout(
+    ctx,
+    m.privacyTitle,
+    `<h1>${escape(m.privacyTitle)}</h1>
+${paragraph(m.privacyIntro)}
+<section aria-labelledby="who">
+<h2 id="who">${escape(m.privacyWhoTitle)}</h2>
+${paragraph(named ? m.privacyController({ lender }) : m.privacyControllerUnnamed)}
+${paragraph(m.privacyProcessor)}
+</section>
+<section aria-labelledby="purposes">
+<h2 id="purposes">${escape(m.privacyPurposesTitle)}</h2>
+${list(named ? [m.purposeVerify({ lender }), m.purposeNotify({ lender }), m.purposeRights] : [m.purposeVerifyUnnamed, m.purposeNotifyUnnamed, m.purposeRights])}
+</section>
+<section aria-labelledby="data">
+<h2 id="data">${escape(m.privacyDataTitle)}</h2>
+${list([m.dataIncome, m.dataAccount, m.dataTokens, m.dataSummary, m.dataLanguage])}
+</section>
+<section aria-labelledby="retention">
+<h2 id="retention">${escape(m.privacyRetentionTitle)}</h2>
+${list([m.retentionLink, m.retentionData, m.retentionTokens, m.retentionNothingRead, m.retentionLanguage])}
+</section>
+<section aria-labelledby="rights">
+<h2 id="rights">${escape(m.privacyRightsTitle)}</h2>
+${paragraph(m.rightsList)}
+${paragraph(m.rightsWithdraw)}
+${paragraph(named ? m.rightsHow({ lender }) : m.rightsHowUnnamed)}
+${paragraph(m.rightsComplain)}
+</section>
+${backLink(ctx, m)}`,
+  );
+}
+
+/** For links that are unknown, expired or finished, and for refusals: a clear message, nothing else. */
+export function messagePage(ctx: PageContext, title: string, message: string, options: { back?: boolean } = {}): string {
+  const { m } = wordsFor(ctx);
+  return layout(ctx, title, `<h1>${escape(title)}</h1>\n${paragraph(message)}\n${options.back ? backLink(ctx, m) : ''}`);
+}
+
+/** The catalogue and interpolation parameters for the routes' own messages (refusals). */
+export const wordsOf = wordsFor;
+
 export const CONSENT_CSS = `
-:root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.5; }
+:root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Noto Sans Arabic", Tahoma, sans-serif; line-height: 1.5; }
 body { margin: 0; background: #f6f7f9; color: #1a1d21; }
-main { max-width: 42rem; margin: 0 auto; padding: 2rem 1.25rem 4rem; background: #fff; }
-h1 { font-size: 1.6rem; line-height: 1.25; }
+main, footer { max-width: 42rem; margin: 0 auto; padding: 2rem 1.25rem; background: #fff; box-sizing: border-box; }
+main { padding-bottom: 2.5rem; }
+footer { padding-top: 1rem; border-top: 1px solid #c4c9d0; color: #3d434b; font-size: .95rem; }
+h1 { font-size: 1.6rem; line-height: 1.25; overflow-wrap: anywhere; }
 h2 { font-size: 1.2rem; margin-top: 2rem; }
 h3 { font-size: 1.05rem; margin: 0 0 .25rem; }
+p, li { overflow-wrap: anywhere; }
 ul.platforms { list-style: none; padding: 0; }
 li.platform { border: 1px solid #c4c9d0; border-radius: .5rem; padding: 1rem; margin-bottom: 1rem; }
-.scope, .hint, .expiry { color: #3d434b; font-size: .95rem; }
-.notice { background: #e8f1fb; border-left: 4px solid #0b5cad; padding: .5rem .75rem; }
-button { font: inherit; font-weight: 600; color: #fff; background: #0b5cad; border: 2px solid #0b5cad; border-radius: .375rem; padding: .55rem 1.1rem; cursor: pointer; }
-button.secondary { color: #0b5cad; background: #fff; margin-left: .5rem; }
+.scope, .hint, .expiry, .when { color: #3d434b; font-size: .95rem; }
+.notice { background: #e8f1fb; border-inline-start: 4px solid #0b5cad; padding: .5rem .75rem; }
+button { font: inherit; font-weight: 600; color: #fff; background: #0b5cad; border: 2px solid #0b5cad; border-radius: .375rem; padding: .55rem 1.1rem; cursor: pointer; margin-block: .25rem; }
+button.secondary { color: #0b5cad; background: #fff; margin-inline-start: .5rem; }
+button.danger { background: #a4262c; border-color: #a4262c; }
 button[disabled] { color: #3d434b; background: #e2e5e9; border-color: #8a919a; cursor: not-allowed; }
 button:focus-visible, a:focus-visible { outline: 3px solid #b35c00; outline-offset: 2px; }
 a { color: #0b5cad; }
+ul.languages { list-style: none; padding: 0; margin: 0 0 1rem; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+ul.languages a { display: inline-block; padding: .25rem 0; }
+ul.languages a[aria-current] { font-weight: 700; color: #1a1d21; text-decoration: none; }
 `;

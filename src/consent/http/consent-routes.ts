@@ -1,17 +1,33 @@
-import express, { type ErrorRequestHandler, type Response, type Router } from 'express';
+import express, { type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
 import type { ServiceMode } from '../../platform/config.ts';
 import { isDatabaseUnavailable } from '../../platform/db/database.ts';
 import {
   completeConsent,
   ConsentRefused,
+  declineConsent,
   decideSandboxConnection,
   finishConnection,
   openConsentSession,
   startConnection,
   type ConsentDeps,
+  type ConsentSession,
   type Platform,
 } from '../consent-flow.ts';
-import { consentPage, CONSENT_CSS, messagePage, sandboxProviderPage } from '../pages.ts';
+import { isLocale, LOCALES, type Locale } from '../i18n/catalogue.ts';
+import {
+  consentPage,
+  consentPath,
+  CONSENT_CSS,
+  declineConfirmPage,
+  messagePage,
+  outcomePage,
+  PLATFORM_NAMES,
+  privacyPage,
+  providerDeniedPage,
+  sandboxProviderPage,
+  wordsOf,
+  type PageContext,
+} from '../pages.ts';
 
 /**
  * Strict headers for pages a creator opens from a link: nothing from other origins, no framing,
@@ -28,10 +44,15 @@ function secure(res: Response, formTargets: string): Response {
   res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
   res.setHeader('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=()');
   res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Vary', 'Accept-Language, Cookie');
   return res;
 }
 
-const PLATFORM_NAMES: Record<string, Platform> = { youtube: 'youtube', stripe: 'stripe' };
+const PLATFORMS: Record<string, Platform> = { youtube: 'youtube', stripe: 'stripe' };
+
+/** The language the creator chose on these pages, remembered for a year (a preference cookie, nothing else). */
+const LANGUAGE_COOKIE = 'consent_lang';
+const LANGUAGE_COOKIE_MAX_AGE_MS = 365 * 24 * 60 * 60 * 1000;
 
 /** The consent pages at `{PUBLIC_BASE_URL}/consent/{token}` (issue: creator consent). */
 export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBaseUrl: string }): Router {
@@ -41,125 +62,222 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
   const html = (res: Response, status: number, page: string) => secure(res, formTargets).status(status).type('html').send(page);
   router.use(express.urlencoded({ extended: false, limit: '4kb' }));
 
+  /**
+   * `?lang=` from the language links (then remembered), else the remembered choice, else the best
+   * match of Accept-Language (Express's negotiator), else English.
+   */
+  const localeOf = (req: Request, res: Response): Locale => {
+    const asked = req.query.lang;
+    if (isLocale(asked)) {
+      res.cookie(LANGUAGE_COOKIE, asked, {
+        path: '/consent',
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: deps.publicBaseUrl.startsWith('https:'),
+        maxAge: LANGUAGE_COOKIE_MAX_AGE_MS,
+      });
+      return asked;
+    }
+    const remembered = new RegExp(`(?:^|;\\s*)${LANGUAGE_COOKIE}=([a-z]{2})(?:;|$)`).exec(req.headers.cookie ?? '')?.[1];
+    if (isLocale(remembered)) return remembered;
+    const accepted = req.acceptsLanguages([...LOCALES]);
+    return isLocale(accepted) ? accepted : 'en';
+  };
+  const tokenOf = (req: Request): string => (typeof req.params.token === 'string' ? req.params.token : '');
+  /** The context of a page of an existing consent link, with language links back to `here`. */
+  const linkContext = (req: Request, res: Response, session: { verification: { lenderName: string } }, here?: string): PageContext & { token: string } => ({
+    locale: localeOf(req, res),
+    token: tokenOf(req),
+    lenderName: session.verification.lenderName,
+    here: here ?? consentPath(tokenOf(req)),
+  });
+
   router.get('/assets/consent.css', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=3600');
     res.type('text/css').send(CONSENT_CSS);
   });
 
-  const closed = (res: Response, session: Awaited<ReturnType<typeof openConsentSession>>) => {
+  /**
+   * A form posted from another site (a forged request that somehow knows the token) is refused:
+   * browsers say where a request comes from in Sec-Fetch-Site. Origin cannot serve, since the
+   * pages' no-referrer policy makes browsers send `Origin: null` on their own form posts.
+   */
+  router.post('/{*rest}', (req, res, next) => {
+    const site = req.get('sec-fetch-site');
+    if (!site || site === 'same-origin' || site === 'none') return next();
+    const { m } = wordsOf({ locale: localeOf(req, res) });
+    return html(res, 403, messagePage({ locale: localeOf(req, res), here: '/consent/privacy' }, m.crossSiteTitle, m.crossSiteText));
+  });
+
+  router.get('/privacy', (req, res) => {
+    const locale = localeOf(req, res);
+    return html(res, 200, privacyPage({ locale, here: '/consent/privacy' }));
+  });
+
+  /** Pages of a link that asks nothing more of the creator: unknown (404), expired (410), or its outcome. */
+  const closed = (req: Request, res: Response, session: Exclude<ConsentSession, { kind: 'open' }>) => {
     if (session.kind === 'unknown') {
-      return html(
-        res,
-        404,
-        messagePage(
-          'This link does not work',
-          'The consent link is not valid. Check that you opened the whole link your lender sent you, or ask them for a new one.',
-        ),
-      );
+      const ctx: PageContext = { locale: localeOf(req, res) };
+      const { m } = wordsOf(ctx);
+      return html(res, 404, messagePage(ctx, m.unknownLinkTitle, m.unknownLinkText));
     }
+    const ctx = linkContext(req, res, session);
     if (session.kind === 'expired') {
-      return html(res, 410, messagePage('This link has expired', 'The consent session ended. Ask your lender for a new verification link.'));
+      // Past its expiry the link is expired even before the expiry job has moved the verification.
+      const { verification } = session;
+      const at = verification.status === 'expired' ? verification.updatedAt : verification.expiresAt;
+      return html(res, 410, outcomePage(ctx, { ...verification, status: 'expired', updatedAt: at }));
     }
-    if (session.verification.status === 'cancelled') {
-      // Gone, like an expired link: the lender withdrew the request, so there is nothing to connect.
-      return html(
-        res,
-        410,
-        messagePage(
-          'This request was withdrawn',
-          `${session.verification.lenderName} withdrew this verification request. You do not need to do anything, and nothing from your accounts goes to the lender. You can close this page.`,
-        ),
-      );
-    }
-    return html(res, 200, messagePage('Consent already given', 'Thank you: this verification no longer needs anything from you. You can close this page.'));
+    // A withdrawn request is gone like an expired link (P24): there is nothing left to connect.
+    return html(res, session.verification.status === 'cancelled' ? 410 : 200, outcomePage(ctx, session.verification));
   };
 
   router.get('/:token', async (req, res) => {
-    const session = await openConsentSession(deps, req.params.token);
-    if (session.kind !== 'open') return closed(res, session);
-    const notice =
-      typeof req.query.connected === 'string' && PLATFORM_NAMES[req.query.connected]
-        ? `${req.query.connected === 'youtube' ? 'YouTube' : 'Stripe'} is connected.`
-        : undefined;
-    return html(res, 200, consentPage({ token: req.params.token, verification: session.verification, connections: session.connections, notice }));
+    const session = await openConsentSession(deps, tokenOf(req));
+    if (session.kind !== 'open') return closed(req, res, session);
+    const ctx = linkContext(req, res, session);
+    const connected = typeof req.query.connected === 'string' ? PLATFORMS[req.query.connected] : undefined;
+    const { m, platform } = wordsOf(ctx);
+    const notice = connected ? m.connectedNotice({ platform: platform(connected) }) : undefined;
+    return html(res, 200, consentPage(ctx, { verification: session.verification, connections: session.connections, notice }));
+  });
+
+  router.get('/:token/privacy', async (req, res) => {
+    const session = await openConsentSession(deps, tokenOf(req));
+    if (session.kind === 'unknown') return closed(req, res, session);
+    return html(res, 200, privacyPage(linkContext(req, res, session, `${consentPath(tokenOf(req))}/privacy`)));
+  });
+
+  router.get('/:token/decline', async (req, res) => {
+    const session = await openConsentSession(deps, tokenOf(req));
+    if (session.kind !== 'open') return closed(req, res, session);
+    return html(res, 200, declineConfirmPage(linkContext(req, res, session, `${consentPath(tokenOf(req))}/decline`)));
+  });
+
+  router.post('/:token/decline', async (req, res) => {
+    await declineConsent(deps, tokenOf(req));
+    return res.redirect(303, consentPath(tokenOf(req)));
+  });
+
+  // Where the creator lands after refusing (or failing) on the provider's page.
+  router.get('/:token/denied/:platform', async (req, res) => {
+    const session = await openConsentSession(deps, tokenOf(req));
+    if (session.kind !== 'open') return closed(req, res, session);
+    const platform = PLATFORMS[req.params.platform];
+    if (!platform || !session.verification.creatorPlatforms.includes(platform) || session.connections.get(platform) === 'connected') {
+      return res.redirect(303, consentPath(tokenOf(req)));
+    }
+    const why = req.query.why === 'error' ? 'error' : 'denied';
+    const here = `${consentPath(tokenOf(req))}/denied/${platform}${why === 'error' ? '?why=error' : ''}`;
+    return html(res, 200, providerDeniedPage(linkContext(req, res, session, here), platform, why));
   });
 
   router.post('/:token/connect/:platform', async (req, res) => {
-    const platform = PLATFORM_NAMES[req.params.platform];
-    const session = await openConsentSession(deps, req.params.token);
-    if (session.kind !== 'open') return closed(res, session);
+    const token = tokenOf(req);
+    const platform = PLATFORMS[req.params.platform];
+    const session = await openConsentSession(deps, token);
+    if (session.kind !== 'open') return closed(req, res, session);
+    const ctx = linkContext(req, res, session);
+    const { m, platform: name } = wordsOf(ctx);
     if (!platform || !session.verification.creatorPlatforms.includes(platform)) {
-      return html(res, 404, messagePage('Unknown platform', 'Your lender did not ask for this platform.', `/consent/${req.params.token}`));
+      return html(res, 404, messagePage(ctx, m.unknownPlatformTitle, m.unknownPlatformText, { back: true }));
     }
     if (session.connections.get(platform) === 'connected') {
-      return html(
-        res,
-        422,
-        messagePage(
-          'Already connected',
-          `${platform === 'youtube' ? 'YouTube' : 'Stripe'} is already connected for this verification.`,
-          `/consent/${req.params.token}`,
-        ),
-      );
+      return html(res, 422, messagePage(ctx, m.alreadyConnectedTitle, m.alreadyConnectedText({ platform: name(platform) }), { back: true }));
     }
-    if (deps.mode === 'sandbox') return res.redirect(303, `/consent/${req.params.token}/sandbox/${platform}`);
-    const authorization = await startConnection(deps, req.params.token, platform, deps.publicBaseUrl);
+    if (deps.mode === 'sandbox') return res.redirect(303, `${consentPath(token)}/sandbox/${platform}`);
+    const authorization = await startConnection(deps, token, platform, deps.publicBaseUrl);
     secure(res, formTargets);
     return res.redirect(303, authorization.toString());
   });
 
   // The providers send the creator back here (one fixed redirect URI per platform, as they require).
   router.get('/oauth/:platform/callback', async (req, res) => {
-    const platform = PLATFORM_NAMES[req.params.platform];
-    if (!platform || deps.mode === 'sandbox') return html(res, 404, messagePage('Page not found', 'There is no such page.'));
-    const { consentToken, connected } = await finishConnection(deps, platform, new URL(req.originalUrl, deps.publicBaseUrl), deps.publicBaseUrl);
-    return res.redirect(303, `/consent/${consentToken}${connected ? `?connected=${platform}` : ''}`);
+    const platform = PLATFORMS[req.params.platform];
+    if (!platform || deps.mode === 'sandbox') {
+      const ctx: PageContext = { locale: localeOf(req, res) };
+      const { m } = wordsOf(ctx);
+      return html(res, 404, messagePage(ctx, m.notFoundTitle, m.notFoundText));
+    }
+    const outcome = await finishConnection(deps, platform, new URL(req.originalUrl, deps.publicBaseUrl), deps.publicBaseUrl);
+    if (outcome.connected) return res.redirect(303, `${consentPath(outcome.consentToken)}?connected=${platform}`);
+    return res.redirect(303, `${consentPath(outcome.consentToken)}/denied/${platform}${outcome.refused === 'error' ? '?why=error' : ''}`);
   });
 
   if (deps.mode === 'sandbox') {
     router.get('/:token/sandbox/:platform', async (req, res) => {
-      const platform = PLATFORM_NAMES[req.params.platform];
-      const session = await openConsentSession(deps, req.params.token);
-      if (session.kind !== 'open') return closed(res, session);
-      if (!platform) return html(res, 404, messagePage('Unknown platform', 'Your lender did not ask for this platform.'));
-      return html(res, 200, sandboxProviderPage(req.params.token, platform, session.verification.lenderName));
+      const platform = PLATFORMS[req.params.platform];
+      const session = await openConsentSession(deps, tokenOf(req));
+      if (session.kind !== 'open') return closed(req, res, session);
+      const ctx = linkContext(req, res, session);
+      if (!platform || !session.verification.creatorPlatforms.includes(platform)) {
+        const { m } = wordsOf(ctx);
+        return html(res, 404, messagePage(ctx, m.unknownPlatformTitle, m.unknownPlatformText, { back: true }));
+      }
+      return html(res, 200, sandboxProviderPage({ ...ctx, here: `${consentPath(tokenOf(req))}/sandbox/${platform}` }, platform));
     });
     router.post('/:token/sandbox/:platform', async (req, res) => {
-      const platform = PLATFORM_NAMES[req.params.platform];
-      if (!platform) return html(res, 404, messagePage('Unknown platform', 'Your lender did not ask for this platform.'));
+      const token = tokenOf(req);
+      const platform = PLATFORMS[req.params.platform];
+      if (!platform) {
+        const ctx: PageContext = { locale: localeOf(req, res) };
+        const { m } = wordsOf(ctx);
+        return html(res, 404, messagePage(ctx, m.unknownPlatformTitle, m.unknownPlatformText));
+      }
       const allow = (req.body as { decision?: unknown } | undefined)?.decision === 'allow';
-      await decideSandboxConnection(deps, req.params.token, platform, allow);
-      return res.redirect(303, `/consent/${req.params.token}${allow ? `?connected=${platform}` : ''}`);
+      await decideSandboxConnection(deps, token, platform, allow);
+      // Deny stands in for the provider's `access_denied`, and lands where a real refusal does.
+      return res.redirect(303, allow ? `${consentPath(token)}?connected=${platform}` : `${consentPath(token)}/denied/${platform}`);
     });
   }
 
   router.post('/:token/complete', async (req, res) => {
-    await completeConsent(deps, req.params.token);
-    return res.redirect(303, `/consent/${req.params.token}`);
+    await completeConsent(deps, tokenOf(req));
+    return res.redirect(303, consentPath(tokenOf(req)));
   });
 
   const refusals: ErrorRequestHandler = (error, req, res, next) => {
     if (res.headersSent) return next(error);
-    const token = typeof req.params.token === 'string' ? req.params.token : '';
-    const back = `/consent/${token}`;
+    // The error handler sees no route parameters: the token is read from the path itself.
+    const token = /^\/([A-Za-z0-9]{20,100})(?:\/|$)/.exec(req.path)?.[1] ?? '';
     if (error instanceof ConsentRefused) {
-      const status = { already_connected: 422, nothing_connected: 422, provider_refused: 422, closed: 409, unavailable: 503, not_requested: 404 }[error.reason];
-      return html(res, status, messagePage('That did not work', error.message, error.reason === 'closed' ? undefined : back));
+      // The link closed meanwhile (declined twice, consent after a decline): its page says how it ended.
+      if (error.reason === 'closed' && token) return res.redirect(303, consentPath(token));
+      // Every other refusal on a link's page comes after the link was found open, so its page exists to go back to.
+      const onLink = Boolean(token) && error.reason !== 'closed' && error.reason !== 'stale_sign_in';
+      const ctx: PageContext = { locale: localeOf(req, res), ...(onLink ? { token, here: consentPath(token) } : {}) };
+      const { m } = wordsOf(ctx);
+      const platform = { platform: PLATFORM_NAMES[error.platform ?? 'youtube'] };
+      const [status, text] = {
+        already_connected: [422, m.alreadyConnectedText(platform)],
+        nothing_connected: [422, m.nothingConnectedText],
+        provider_refused: [422, m.providerRefusedText(platform)],
+        closed: [409, m.signInExpiredText],
+        stale_sign_in: [409, m.signInExpiredText],
+        unavailable: [503, m.platformUnavailableText],
+        not_requested: [404, m.unknownPlatformText],
+      }[error.reason] as [number, string];
+      return html(res, status, messagePage(ctx, m.refusedTitle, text, { back: onLink }));
     }
+    const ctx: PageContext = { locale: localeOf(req, res) };
+    const { m } = wordsOf(ctx);
     if (isDatabaseUnavailable(error)) {
       // A temporary outage, as the API says it (503 with Retry-After), in words a creator understands.
       deps.logger.warn({ err: error }, 'consent page: database unavailable');
       res.setHeader('Retry-After', '5');
-      return html(res, 503, messagePage('Please try again in a moment', 'This page is briefly unavailable. Reload it in a minute; your progress is kept.'));
+      return html(res, 503, messagePage(ctx, m.unavailableTitle, m.unavailableText));
     }
     deps.logger.error({ err: error }, 'consent page failed');
-    return html(res, 500, messagePage('Something went wrong', 'Please try again in a minute. If it keeps happening, contact your lender.'));
+    return html(res, 500, messagePage(ctx, m.errorTitle, m.errorText));
   };
   router.use(refusals);
   // A browser only GETs pages (and POSTs the forms above): anything else is an API-style client,
   // which gets the catalogue's JSON not_found from the app, like a wrong method anywhere (D7).
-  router.use((req, res, next) =>
-    req.method === 'GET' || req.method === 'HEAD' ? html(res, 404, messagePage('Page not found', 'There is no such page.')) : next(),
-  );
+  router.use((req, res, next) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    const ctx: PageContext = { locale: localeOf(req, res) };
+    const { m } = wordsOf(ctx);
+    return html(res, 404, messagePage(ctx, m.notFoundTitle, m.notFoundText));
+  });
   return router;
 }

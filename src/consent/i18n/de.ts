@@ -1,0 +1,155 @@
+import type { Messages } from './messages.ts';
+
+export const de: Messages = {
+  languageName: 'Deutsch',
+  languageNav: 'Sprache',
+  privacyLink: 'Datenschutzhinweise',
+  footerOperatedFor: ({ lender }) => `Diese Seite betreibt der Creator Income Verification Service im Auftrag von ${lender}.`,
+  footerOperated: 'Diese Seite betreibt der Creator Income Verification Service im Auftrag des Kreditgebers, der Ihnen den Link geschickt hat.',
+  backToConsent: 'Zurück zur Einwilligungsseite',
+  closePage: 'Sie können diese Seite schließen.',
+
+  consentTitle: ({ lender }) => `${lender} möchte Ihre Einnahmen als Creator prüfen`,
+  consentIntro: ({ lender }) =>
+    `${lender} sieht nie Ihre Passwörter und meldet sich nie in Ihren Konten an. Sie verbinden jede Plattform unten mit reinem Lesezugriff; der Dienst liest Ihre Einnahmen, erstellt daraus eine Zusammenfassung für ${lender} und gibt nur diese Zusammenfassung weiter.`,
+  connectedNotice: ({ platform }) => `${platform} ist verbunden.`,
+  whatIsRead: 'Was gelesen wird',
+  readsYoutube: 'Die geschätzten monatlichen Einnahmen aus YouTube Analytics und die E-Mail-Adresse des Google-Kontos.',
+  readsStripe: 'Die Kontobewegungen (Zahlungen und Erstattungen), um Ihren monatlichen Bruttoumsatz zu berechnen, und die E-Mail-Adresse des Kontos.',
+  scopeYoutube: 'Google-Berechtigungen nur zum Lesen: yt-analytics-monetary.readonly, email',
+  scopeStripe: 'Stripe Connect, Zugriff read_only (nur lesen)',
+  statusLabel: 'Status:',
+  statusConnected: 'Verbunden',
+  statusNotConnected: 'Nicht verbunden',
+  connectButton: ({ platform }) => `${platform} verbinden`,
+  neverTitle: 'Was nie eingesehen oder weitergegeben wird',
+  neverPasswords: 'Ihre Passwörter: Sie melden sich auf der Seite der Plattform selbst an, nie hier.',
+  neverContent: 'Ihre Videos, Kundinnen und Kunden, Nachrichten und Zielgruppendaten.',
+  neverChanges: 'Jede Möglichkeit, Ihre Konten zu ändern: Der Zugriff ist nur lesend, und Sie können ihn jederzeit auf der Plattform widerrufen.',
+  neverEmail: ({ lender }) => `Ihre E-Mail-Adresse wird nur gespeichert, um Datenschutzanfragen zu beantworten; ${lender} erhält sie nicht.`,
+  finishTitle: 'Einwilligung geben',
+  finishText: ({ lender }) =>
+    `Wenn Sie einwilligen, werden die Einnahmen der verbundenen Plattformen gelesen und eine Zusammenfassung an ${lender} gesendet. Eine Plattform, die Sie nicht verbinden, wird als „keine Daten“ gemeldet.`,
+  finishButton: 'Einwilligen und abschließen',
+  finishHint: 'Verbinden Sie mindestens eine Plattform, um fortzufahren.',
+  expiresOn: ({ date }) => `Dieser Link läuft am ${date} ab.`,
+  declineTitle: 'Sie möchten nichts teilen?',
+  declineText: ({ lender }) => `Sie können ablehnen. Dann wird nichts gelesen, und ${lender} erfährt, dass Sie nichts teilen möchten.`,
+  declineLink: 'Ich möchte nichts teilen',
+
+  declineConfirmTitle: ({ lender }) => `Die Weitergabe Ihrer Einnahmen an ${lender} ablehnen?`,
+  declineConfirmText: ({ lender }) =>
+    `Wenn Sie ablehnen, wird nichts aus Ihren Konten gelesen, auch nicht von einer bereits verbundenen Plattform, und ${lender} erfährt, dass Sie sich gegen die Weitergabe entschieden haben.`,
+  declineConfirmFinal: ({ lender }) =>
+    `Dieser Link funktioniert danach nicht mehr. Wenn Sie es sich später anders überlegen, bitten Sie ${lender} um einen neuen Link.`,
+  declineConfirmButton: 'Ja, ich möchte nichts teilen',
+  declineConfirmBack: 'Nein, zurück zur Einwilligungsseite',
+
+  sandboxTitle: ({ platform }) => `${platform} (Sandbox): Lesezugriff erlauben?`,
+  sandboxHeading: ({ platform }) => `Anmeldung bei ${platform} (Sandbox-Simulation)`,
+  sandboxText: ({ platform }) =>
+    `Diese Sandbox ersetzt die Einwilligungsseite von ${platform}: Es wird kein echtes Konto verbunden, und die Einnahmen sind synthetisch.`,
+  sandboxAsks: ({ lender }) => `Die Prüfung für ${lender} fragt nach:`,
+  sandboxAllow: 'Lesezugriff erlauben',
+  sandboxDeny: 'Ablehnen',
+
+  deniedTitle: ({ platform }) => `Sie haben ${platform} keinen Zugriff gegeben`,
+  deniedText: ({ platform }) =>
+    `Sie haben auf der Seite von ${platform} den Lesezugriff nicht erlaubt. Von ${platform} wurde nichts gelesen, und die Plattform ist nicht verbunden.`,
+  providerErrorTitle: ({ platform }) => `${platform} konnte nicht verbunden werden`,
+  providerErrorText: ({ platform }) =>
+    `${platform} hat die Anmeldung nicht abgeschlossen. Die Plattform ist daher nicht verbunden, und es wurde nichts gelesen. Das ist meist nur vorübergehend.`,
+  deniedNextTitle: 'Wie möchten Sie weitermachen?',
+  deniedTryAgainText: ({ platform }) => `Wenn Sie versehentlich abgelehnt haben oder es noch einmal versuchen möchten, können Sie zu ${platform} zurückkehren.`,
+  tryAgainButton: ({ platform }) => `${platform} erneut versuchen`,
+  deniedDeclineText: ({ lender }) => `Wenn Sie Ihre Einnahmen überhaupt nicht mit ${lender} teilen möchten, können Sie ablehnen.`,
+
+  completedTitle: ({ lender }) => `Die Zusammenfassung Ihrer Einnahmen wurde an ${lender} übermittelt`,
+  completedText: ({ lender, date }) => `Die Zusammenfassung Ihrer Einnahmen wurde am ${date} an ${lender} gesendet. Von Ihnen wird nichts weiter benötigt.`,
+  processingTitle: 'Vielen Dank: Ihre Einnahmen werden gelesen',
+  processingText: ({ lender }) =>
+    `Sie haben eingewilligt. Ihre Einnahmen werden jetzt gelesen, und die Zusammenfassung geht meist innerhalb weniger Minuten an ${lender}. Von Ihnen wird nichts weiter benötigt.`,
+  failedTitle: 'Ihre Einnahmen konnten nicht geprüft werden',
+  failedPlatformError: 'Eine verbundene Plattform hat beim Lesen Ihrer Einnahmen einen Fehler gemeldet.',
+  failedConsentRevoked: 'Der Zugriff auf eine verbundene Plattform wurde widerrufen, bevor Ihre Einnahmen gelesen werden konnten.',
+  failedTimeout: 'Das Lesen Ihrer Einnahmen hat zu lange gedauert und wurde deshalb abgebrochen.',
+  failedOther: 'Ihre Einnahmen konnten nicht gelesen werden.',
+  failedNext: ({ lender }) => `${lender} wurde informiert. Wenn Sie Ihre Einnahmen weiterhin teilen möchten, bitten Sie ${lender} um einen neuen Link.`,
+  declinedTitle: 'Sie haben die Weitergabe Ihrer Einnahmen abgelehnt',
+  declinedText: ({ lender }) => `${lender} wurde mitgeteilt, dass Sie nichts teilen möchten. Aus Ihren Konten wurde nichts gelesen.`,
+  declinedChangeMind: ({ lender }) => `Wenn Sie es sich anders überlegen, bitten Sie ${lender} um einen neuen Link.`,
+  expiredTitle: 'Dieser Link ist abgelaufen',
+  expiredText: ({ lender }) =>
+    `Die Frist für die Einwilligung ist abgelaufen, ohne dass eingewilligt wurde; es wurde nichts gelesen. Wenn Sie Ihre Einnahmen weiterhin teilen möchten, bitten Sie ${lender} um einen neuen Link.`,
+  cancelledTitle: 'Der Kreditgeber hat diese Anfrage zurückgezogen',
+  cancelledText: ({ lender }) =>
+    `${lender} benötigt diese Prüfung nicht mehr und hat sie zurückgezogen. Von Ihnen wird nichts weiter benötigt, und es wird nichts mehr gelesen.`,
+  closedTitle: 'Von Ihnen wird nichts weiter benötigt',
+  closedText: 'Für diese Prüfung ist von Ihnen nichts mehr nötig.',
+  outcomeWhen: ({ date }) => `Letzte Änderung: ${date}.`,
+
+  unknownLinkTitle: 'Dieser Link funktioniert nicht',
+  unknownLinkText:
+    'Der Einwilligungslink ist ungültig. Prüfen Sie, ob Sie den vollständigen Link geöffnet haben, den Ihr Kreditgeber Ihnen geschickt hat, oder bitten Sie um einen neuen.',
+  unknownPlatformTitle: 'Unbekannte Plattform',
+  unknownPlatformText: 'Ihr Kreditgeber hat nicht nach dieser Plattform gefragt.',
+  alreadyConnectedTitle: 'Bereits verbunden',
+  alreadyConnectedText: ({ platform }) => `${platform} ist für diese Prüfung bereits verbunden.`,
+  refusedTitle: 'Das hat nicht geklappt',
+  nothingConnectedText: 'Verbinden Sie mindestens eine Plattform, bevor Sie einwilligen.',
+  providerRefusedText: ({ platform }) => `${platform} hat keinen Lesezugriff gewährt. Versuchen Sie es erneut.`,
+  platformUnavailableText: 'Diese Plattform kann im Moment nicht verbunden werden. Bitte versuchen Sie es später noch einmal.',
+  signInExpiredText: 'Diese Anmeldung ist abgelaufen oder wurde bereits verwendet. Öffnen Sie den Link Ihres Kreditgebers und beginnen Sie von vorn.',
+  crossSiteTitle: 'Diese Anfrage wurde abgelehnt',
+  crossSiteText:
+    'Zu Ihrer Sicherheit funktionieren diese Schaltflächen nur auf der Einwilligungsseite selbst. Öffnen Sie den Link Ihres Kreditgebers und versuchen Sie es dort erneut.',
+  notFoundTitle: 'Seite nicht gefunden',
+  notFoundText: 'Diese Seite gibt es nicht.',
+  unavailableTitle: 'Bitte versuchen Sie es gleich noch einmal',
+  unavailableText: 'Diese Seite ist kurz nicht erreichbar. Laden Sie sie in einer Minute neu; Ihr Fortschritt bleibt erhalten.',
+  errorTitle: 'Etwas ist schiefgelaufen',
+  errorText: 'Bitte versuchen Sie es in einer Minute erneut. Wenn das Problem bleibt, wenden Sie sich an Ihren Kreditgeber.',
+
+  privacyTitle: 'Datenschutzhinweise',
+  privacyIntro: 'Wie mit Ihren Daten umgegangen wird, wenn Sie Ihre Einnahmen als Creator über diese Seite prüfen lassen.',
+  privacyWhoTitle: 'Wer verantwortlich ist',
+  privacyController: ({ lender }) =>
+    `${lender} ist der Verantwortliche: ${lender} hat diese Prüfung angefordert, entscheidet über ihren Zweck und erhält die Zusammenfassung Ihrer Einnahmen.`,
+  privacyControllerUnnamed:
+    'Der Kreditgeber, der Ihnen den Link geschickt hat, ist der Verantwortliche: Er hat diese Prüfung angefordert, entscheidet über ihren Zweck und erhält die Zusammenfassung Ihrer Einnahmen.',
+  privacyProcessor:
+    'Der Creator Income Verification Service ist Auftragsverarbeiter: Er liest Ihre Einnahmen und erstellt die Zusammenfassung im Auftrag des Kreditgebers auf Grundlage eines Auftragsverarbeitungsvertrags und nutzt Ihre Daten für nichts anderes.',
+  privacyPurposesTitle: 'Wofür Ihre Daten verwendet werden',
+  purposeVerify: ({ lender }) => `Um mit Ihrer Einwilligung Ihre Plattformeinnahmen für eine Kreditentscheidung von ${lender} zu prüfen.`,
+  purposeNotify: ({ lender }) => `Um ${lender} mitzuteilen, dass die Prüfung abgeschlossen, fehlgeschlagen oder abgelaufen ist.`,
+  purposeVerifyUnnamed: 'Um mit Ihrer Einwilligung Ihre Plattformeinnahmen für die Kreditentscheidung des Kreditgebers zu prüfen.',
+  purposeNotifyUnnamed: 'Um dem Kreditgeber mitzuteilen, dass die Prüfung abgeschlossen, fehlgeschlagen oder abgelaufen ist.',
+  purposeRights: 'Um Ihre Datenschutzanfragen zu beantworten (Auskunft, Kopie, Löschung).',
+  privacyDataTitle: 'Was gelesen und gespeichert wird',
+  dataIncome: 'Ihre monatlichen Einnahmen von jeder verbundenen Plattform für die letzten 24 Monate.',
+  dataAccount:
+    'Die Kennung und die E-Mail-Adresse des verbundenen Kontos. Die E-Mail-Adresse wird verschlüsselt gespeichert und nicht an den Kreditgeber weitergegeben.',
+  dataTokens: 'Der Lesezugriff, den die Plattform gewährt, verschlüsselt gespeichert und niemandem angezeigt.',
+  dataSummary:
+    'Die Zusammenfassung, die der Kreditgeber erhält: Durchschnittswerte, Entwicklung, Stabilität und eine Einschätzung der Kreditwürdigkeit. Keine einzelnen Zahlungen.',
+  dataLanguage:
+    'Wenn Sie auf diesen Seiten eine Sprache wählen, merkt sich ein Cookie diese Wahl. Andere Cookies werden nicht gesetzt, und nichts verfolgt Sie.',
+  privacyRetentionTitle: 'Wie lange gespeichert wird',
+  retentionLink: 'Der Einwilligungslink gilt 7 Tage und läuft danach ab.',
+  retentionData: 'Ihre Einnahmen, die Zusammenfassung und die Kontodaten werden gespeichert, bis Sie oder der Kreditgeber die Löschung verlangen.',
+  retentionTokens:
+    'Der Zugriff auf Ihre Plattformen wird bis zur Löschung gespeichert und dann auch bei der Plattform widerrufen. Sie können ihn jederzeit selbst auf der Plattform widerrufen.',
+  retentionNothingRead:
+    'Wenn Sie ablehnen oder der Link abläuft, wird nichts gelesen; nur die Anfrage des Kreditgebers selbst bleibt bis zu ihrer Löschung gespeichert.',
+  retentionLanguage: 'Das Sprach-Cookie wird ein Jahr lang gespeichert.',
+  privacyRightsTitle: 'Ihre Rechte',
+  rightsList:
+    'Sie können Auskunft über die zu Ihnen gespeicherten Daten verlangen, eine Kopie in einem übertragbaren Format erhalten sowie die Berichtigung und die Löschung Ihrer Daten verlangen.',
+  rightsWithdraw:
+    'Sie können Ihre Einwilligung jederzeit widerrufen, indem Sie den Zugriff auf der Plattform widerrufen oder die Löschung verlangen. Das berührt nicht, was bis dahin geschehen ist.',
+  rightsHow: ({ lender }) =>
+    `Um diese Rechte auszuüben, wenden Sie sich an ${lender}. Als Verantwortlicher bearbeitet ${lender} Ihre Anfrage, und dieser Dienst führt sie im Auftrag aus.`,
+  rightsHowUnnamed:
+    'Um diese Rechte auszuüben, wenden Sie sich an den Kreditgeber, der Ihnen den Link geschickt hat. Als Verantwortlicher bearbeitet er Ihre Anfrage, und dieser Dienst führt sie im Auftrag aus.',
+  rightsComplain: 'Sie können sich außerdem bei der Datenschutzaufsichtsbehörde an Ihrem Wohn- oder Arbeitsort beschweren.',
+};

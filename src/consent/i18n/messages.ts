@@ -1,0 +1,147 @@
+/**
+ * Every string the creator's pages show, as one typed catalogue per language. A language file is
+ * typed `Messages`, so a missing or extra key does not compile; `catalogue.test.ts` checks the same
+ * at run time. Values are plain text (the pages escape them); parameters are named, so a
+ * translation may put them where its grammar wants them.
+ */
+
+type Lender = { lender: string };
+type OnPlatform = { platform: string };
+
+export interface Messages {
+  // Every page
+  languageName: string;
+  languageNav: string;
+  privacyLink: string;
+  footerOperatedFor: (p: Lender) => string;
+  footerOperated: string;
+  backToConsent: string;
+  closePage: string;
+
+  // The consent page
+  consentTitle: (p: Lender) => string;
+  consentIntro: (p: Lender) => string;
+  connectedNotice: (p: OnPlatform) => string;
+  whatIsRead: string;
+  readsYoutube: string;
+  readsStripe: string;
+  scopeYoutube: string;
+  scopeStripe: string;
+  statusLabel: string;
+  statusConnected: string;
+  statusNotConnected: string;
+  connectButton: (p: OnPlatform) => string;
+  neverTitle: string;
+  neverPasswords: string;
+  neverContent: string;
+  neverChanges: string;
+  neverEmail: (p: Lender) => string;
+  finishTitle: string;
+  finishText: (p: Lender) => string;
+  finishButton: string;
+  finishHint: string;
+  expiresOn: (p: { date: string }) => string;
+  declineTitle: string;
+  declineText: (p: Lender) => string;
+  declineLink: string;
+
+  // Declining
+  declineConfirmTitle: (p: Lender) => string;
+  declineConfirmText: (p: Lender) => string;
+  declineConfirmFinal: (p: Lender) => string;
+  declineConfirmButton: string;
+  declineConfirmBack: string;
+
+  // The sandbox's stand-in for a provider's consent screen
+  sandboxTitle: (p: OnPlatform) => string;
+  sandboxHeading: (p: OnPlatform) => string;
+  sandboxText: (p: OnPlatform) => string;
+  sandboxAsks: (p: Lender) => string;
+  sandboxAllow: string;
+  sandboxDeny: string;
+
+  // Back from a provider without access
+  deniedTitle: (p: OnPlatform) => string;
+  deniedText: (p: OnPlatform) => string;
+  providerErrorTitle: (p: OnPlatform) => string;
+  providerErrorText: (p: OnPlatform) => string;
+  deniedNextTitle: string;
+  deniedTryAgainText: (p: OnPlatform) => string;
+  tryAgainButton: (p: OnPlatform) => string;
+  deniedDeclineText: (p: Lender) => string;
+
+  // Outcomes
+  completedTitle: (p: Lender) => string;
+  completedText: (p: Lender & { date: string }) => string;
+  processingTitle: string;
+  processingText: (p: Lender) => string;
+  failedTitle: string;
+  failedPlatformError: string;
+  failedConsentRevoked: string;
+  failedTimeout: string;
+  failedOther: string;
+  failedNext: (p: Lender) => string;
+  declinedTitle: string;
+  declinedText: (p: Lender) => string;
+  declinedChangeMind: (p: Lender) => string;
+  expiredTitle: string;
+  expiredText: (p: Lender) => string;
+  cancelledTitle: string;
+  cancelledText: (p: Lender) => string;
+  closedTitle: string;
+  closedText: string;
+  outcomeWhen: (p: { date: string }) => string;
+
+  // Refusals and errors
+  unknownLinkTitle: string;
+  unknownLinkText: string;
+  unknownPlatformTitle: string;
+  unknownPlatformText: string;
+  alreadyConnectedTitle: string;
+  alreadyConnectedText: (p: OnPlatform) => string;
+  refusedTitle: string;
+  nothingConnectedText: string;
+  providerRefusedText: (p: OnPlatform) => string;
+  platformUnavailableText: string;
+  signInExpiredText: string;
+  crossSiteTitle: string;
+  crossSiteText: string;
+  notFoundTitle: string;
+  notFoundText: string;
+  unavailableTitle: string;
+  unavailableText: string;
+  errorTitle: string;
+  errorText: string;
+
+  // The privacy notice
+  privacyTitle: string;
+  privacyIntro: string;
+  privacyWhoTitle: string;
+  privacyController: (p: Lender) => string;
+  privacyControllerUnnamed: string;
+  privacyProcessor: string;
+  privacyPurposesTitle: string;
+  purposeVerify: (p: Lender) => string;
+  purposeNotify: (p: Lender) => string;
+  purposeVerifyUnnamed: string;
+  purposeNotifyUnnamed: string;
+  purposeRights: string;
+  privacyDataTitle: string;
+  dataIncome: string;
+  dataAccount: string;
+  dataTokens: string;
+  dataSummary: string;
+  dataLanguage: string;
+  privacyRetentionTitle: string;
+  retentionLink: string;
+  retentionData: string;
+  retentionTokens: string;
+  retentionNothingRead: string;
+  retentionLanguage: string;
+  privacyRightsTitle: string;
+  rightsList: string;
+  rightsWithdraw: string;
+  rightsHow: (p: Lender) => string;
+  rightsHowUnnamed: string;
+  rightsComplain: string;
+}

@@ -86,6 +86,11 @@ const COVERAGE: Record<string, string[]> = {
   'pending_consent -[cancelled_by_lender]-> cancelled': ['cancelled by the lender'],
 };
 
+/** Rows no `test-` prefix reaches, walked by another file of the suite. */
+const COVERED_ELSEWHERE: Record<string, string> = {
+  'pending_consent -[consent_declined]-> failed': 'consent-decline.test.ts, through the consent page',
+};
+
 interface Walk {
   created: ApiResponse;
   observations: Observation[];
@@ -158,7 +163,7 @@ forEachTarget((target) => {
 
     it('the suite covers exactly the rows of x-transitions (a new row fails here until a scenario reaches it)', async () => {
       const rows = (await transitionRows()).map(rowKey).sort();
-      assert.deepEqual(rows, Object.keys(COVERAGE).sort());
+      assert.deepEqual(rows, [...Object.keys(COVERAGE), ...Object.keys(COVERED_ELSEWHERE)].sort());
     });
 
     for (const [key, scenarioNames] of Object.entries(COVERAGE)) {

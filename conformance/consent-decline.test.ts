@@ -82,13 +82,13 @@ forEachTarget((target: Target) => {
       const declineLink = linksOf(consent).find((url) => endsWith(url, 'decline'));
       assert.ok(declineLink, 'the consent page links to a decline page');
       const confirmation = await browse(declineLink.toString());
-      assert.equal(confirmation.status, 200, `GET ${declineLink}: ${confirmation.status}`);
+      assert.equal(confirmation.status, 200, `GET ${declineLink.href}: ${confirmation.status}`);
       assert.equal((await statusOf(session, created.verification_id)).status, 'pending_consent', 'opening the decline page changes nothing');
       const form = postFormsOf(confirmation).find((url) => endsWith(url, 'decline'));
       assert.ok(form, 'the decline page has a form that declines');
 
       const posted = await browse(form.toString(), { method: 'POST', form: {} });
-      assert.equal(posted.status, 303, `POST ${form}: ${posted.status} ${posted.body.slice(0, 200)}`);
+      assert.equal(posted.status, 303, `POST ${form.href}: ${posted.status} ${posted.body.slice(0, 200)}`);
       assert.ok(posted.location, 'the decline answers with where to look next');
       const next = new URL(posted.location, form);
       assert.equal(next.pathname, new URL(created.consent_url).pathname, 'after declining the creator is sent back to the consent URL');

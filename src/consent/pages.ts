@@ -207,7 +207,12 @@ export function outcomePage(ctx: PageContext, verification: Pick<VerificationRec
   const when = paragraph(m.outcomeWhen({ date: date(verification.updatedAt) }), 'when');
   const close = paragraph(m.closePage);
   const page = (title: string, ...paragraphs: string[]) =>
-    layout(ctx, title, `<h1>${escape(title)}</h1>\n${paragraphs.map((text) => paragraph(text)).join('\n')}\n${when}\n${close}`);
+    layout(
+      ctx,
+      title,
+      // A completed page names its moment in its own sentence.
+      `<h1>${escape(title)}</h1>\n${paragraphs.map((text) => paragraph(text)).join('\n')}\n${verification.status === 'completed' ? '' : when}\n${close}`,
+    );
   // `status` is typed by today's states; a state added later (for example `cancelled`) still gets a page.
   const status: string = verification.status;
   switch (status) {

@@ -184,7 +184,8 @@ describe('consent page in a real browser (headless Chromium)', function () {
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'consent-page-connected.png'), fullPage: true });
 
     await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Give consent and finish' }).click()]);
-    assert.match(await page.locator('h1').innerText(), /Consent already given/);
+    // Collection is quick against the simulators: the page shows either moment, never a claim of consent nobody gave.
+    assert.match(await page.locator('h1').innerText(), /^(Thank you: your income is being read|Your income summary was shared with Northwind Capital)$/);
     const done = await waitForStatus(id, ['completed', 'failed']);
     assert.equal(done.status, 'completed');
     const tape = await api<Schemas['RiskTapeV2_0_0']>('GET', `/verifications/${id}/tape`);
@@ -253,6 +254,11 @@ describe('consent page in a real browser (headless Chromium)', function () {
     ['a creator who revoked access', (_email, accountId) => stripe.inject('revoked', { accountId }), 'consent_revoked'],
     ['a provider slower than the processing window', (email) => google.inject('slow', { slowMs: 4000, email }), 'timeout'],
   ];
+  const PLAIN_REASONS: Record<string, RegExp> = {
+    platform_error: /A connected platform returned an error/,
+    consent_revoked: /Access to a connected platform was withdrawn/,
+    timeout: /took too long/,
+  };
   for (const [what, inject, reason] of failures) {
     it(`ends in ${reason} for ${what}`, async () => {
       const { email, accountId } = creator();
@@ -270,6 +276,11 @@ describe('consent page in a real browser (headless Chromium)', function () {
       await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Give consent and finish' }).click()]);
       const done = await waitForStatus(id, ['completed', 'failed']);
       assert.deepEqual([done.status, done.failure_reason], ['failed', reason]);
+      // The creator's page says so in plain words, without the internal reason code.
+      await page.reload();
+      assert.equal(await page.locator('h1').innerText(), 'Your income could not be verified');
+      assert.match(await page.locator('main').innerText(), PLAIN_REASONS[reason]!);
+      assert.doesNotMatch(await page.content(), new RegExp(reason));
       await page.close();
     });
   }

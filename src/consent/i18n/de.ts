@@ -140,7 +140,7 @@ export const de: Messages = {
   retentionTokens:
     'Der Zugriff auf Ihre Plattformen wird bis zur Löschung gespeichert und dann auch bei der Plattform widerrufen. Sie können ihn jederzeit selbst auf der Plattform widerrufen.',
   retentionNothingRead:
-    'Wenn Sie ablehnen oder der Link abläuft, wird nichts gelesen; nur die Anfrage des Kreditgebers selbst bleibt bis zu ihrer Löschung gespeichert.',
+    'Wenn Sie ablehnen oder der Link abläuft, werden Ihre Einnahmen nie gelesen. Was bereits gespeichert ist (die Anfrage des Kreditgebers, eine verbundene Plattform), bleibt wie alles andere nur bis zur Löschung gespeichert.',
   retentionLanguage: 'Das Sprach-Cookie wird ein Jahr lang gespeichert.',
   privacyRightsTitle: 'Ihre Rechte',
   rightsList:

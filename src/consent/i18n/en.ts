@@ -129,7 +129,8 @@ export const en: Messages = {
   retentionData: 'Your income, the summary and the account details are kept until you or the lender ask for them to be erased.',
   retentionTokens:
     'Access to your platforms is kept until erasure, and is then also revoked at the platform. You can revoke it yourself on the platform at any time.',
-  retentionNothingRead: "If you decline or the link expires, nothing is read; only the lender's request itself is kept until it is erased.",
+  retentionNothingRead:
+    "If you decline or the link expires, your income is never read. Anything already kept (the lender's request, a platform you connected) stays only until it is erased, like the rest.",
   retentionLanguage: 'The language cookie is kept for one year.',
   privacyRightsTitle: 'Your rights',
   rightsList: 'You can ask to see the data held about you, to receive a copy in a portable format, to have it corrected, and to have it erased.',

@@ -135,7 +135,8 @@ export const es: Messages = {
   retentionData: 'Sus ingresos, el resumen y los datos de la cuenta se conservan hasta que usted o la entidad prestamista soliciten su supresión.',
   retentionTokens:
     'El acceso a sus plataformas se conserva hasta la supresión y entonces también se revoca en la plataforma. Puede revocarlo usted mismo en la plataforma en cualquier momento.',
-  retentionNothingRead: 'Si rechaza o el enlace caduca, no se lee nada; solo se conserva la propia solicitud de la entidad prestamista hasta su supresión.',
+  retentionNothingRead:
+    'Si rechaza o el enlace caduca, sus ingresos nunca se leen. Lo que ya se conserva (la solicitud de la entidad prestamista, una plataforma que haya conectado) se guarda, como todo lo demás, solo hasta su supresión.',
   retentionLanguage: 'La cookie de idioma se conserva durante un año.',
   privacyRightsTitle: 'Sus derechos',
   rightsList: 'Puede solicitar ver los datos que se conservan sobre usted, recibir una copia en un formato portable, que se rectifiquen y que se supriman.',

@@ -135,7 +135,8 @@ export const fr: Messages = {
   retentionData: 'Vos revenus, la synthèse et les données du compte sont conservés jusqu’à ce que vous ou le prêteur en demandiez l’effacement.',
   retentionTokens:
     'L’accès à vos plateformes est conservé jusqu’à l’effacement, puis révoqué également auprès de la plateforme. Vous pouvez le révoquer vous-même sur la plateforme à tout moment.',
-  retentionNothingRead: 'Si vous refusez ou si le lien expire, rien n’est lu ; seule la demande du prêteur est conservée jusqu’à son effacement.',
+  retentionNothingRead:
+    'Si vous refusez ou si le lien expire, vos revenus ne sont jamais lus. Ce qui est déjà conservé (la demande du prêteur, une plateforme que vous avez connectée) ne l’est, comme le reste, que jusqu’à son effacement.',
   retentionLanguage: 'Le cookie de langue est conservé pendant un an.',
   privacyRightsTitle: 'Vos droits',
   rightsList:

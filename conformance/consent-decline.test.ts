@@ -60,7 +60,7 @@ async function statusOf(session: WebhookSession, id: string): Promise<Verificati
 }
 
 forEachTarget((target: Target) => {
-  describe('happy: a creator declines on the consent page (reason consent_declined)', function () {
+  describe('happy: a creator declines on the consent page (reason consent_declined) [transition:pending_consent->failed] [event:verification.failed]', function () {
     this.timeout(60_000);
     let session: WebhookSession;
     let endpoint: ReceiverEndpoint | undefined;

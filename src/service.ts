@@ -146,7 +146,9 @@ export async function startService(config: Config, logger: Logger, options: Serv
     });
     const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now };
     const revocation: GrantRevocationDeps = { consent: consentRepository, providers, encryptionKey, logger, now };
-    const jobs = new JobRunner(queue, { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) }, clock, logger);
+    const jobs = new JobRunner(queue, { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) }, clock, logger, {
+      leaseMs: config.jobLeaseMs,
+    });
     const handlers = createHandlers({
       lifecycle,
       webhooks: {

@@ -32,6 +32,12 @@ describe('configuration (D22)', () => {
     );
   });
 
+  it('reads JOB_LEASE_MS, a minute by default, and refuses a lease under a second, over an hour or fractional', () => {
+    assert.equal(loadConfig({}).jobLeaseMs, 60_000);
+    assert.equal(loadConfig({ JOB_LEASE_MS: '3000' }).jobLeaseMs, 3000);
+    for (const lease of ['999', '3600001', '1500.5']) assert.throws(() => loadConfig({ JOB_LEASE_MS: lease }), /JOB_LEASE_MS/);
+  });
+
   it('refuses what production must not have', () => {
     const key = 'b'.repeat(64);
     assert.throws(() => loadConfig({ SERVICE_MODE: 'production' }), /ENCRYPTION_KEY/);

@@ -47,6 +47,8 @@ export interface Config {
   processingWindowMs: number;
   /** How long a webhook receiver has to answer (section 6.2: 10 seconds). */
   webhookTimeoutMs: number;
+  /** How long a claimed job stays reserved for its worker; a crashed worker's jobs run again after it. */
+  jobLeaseMs: number;
   /** 32-byte key for encryption at rest; null lets the sandbox generate and keep one (D22). */
   encryptionKey: Buffer | null;
   /** Express `trust proxy` setting, so the IP allowlist sees the client address behind a proxy. */
@@ -147,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       WEBHOOK_RETRY_SCHEDULE: retrySchedule({ default: [0, 60, 300, 1800, 7200] }),
       SANDBOX_COMPLETE_DELAY_MS: num({ default: 5000 }),
       WEBHOOK_TIMEOUT_MS: num({ default: 10000 }),
+      JOB_LEASE_MS: num({ default: 60000 }),
       PROCESSING_WINDOW_SECONDS: num({ default: 900 }),
       GOOGLE_CLIENT_ID: str({ default: '' }),
       GOOGLE_CLIENT_SECRET: str({ default: '' }),
@@ -181,6 +184,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
   if (e.WEBHOOK_TIMEOUT_MS < 100 || e.WEBHOOK_TIMEOUT_MS > 30000) throw new ConfigError('Invalid configuration: WEBHOOK_TIMEOUT_MS must be 100 to 30000');
+  if (!Number.isInteger(e.JOB_LEASE_MS) || e.JOB_LEASE_MS < 1000 || e.JOB_LEASE_MS > 3_600_000) {
+    throw new ConfigError('Invalid configuration: JOB_LEASE_MS must be a whole number from 1000 to 3600000');
+  }
   if (e.PROCESSING_WINDOW_SECONDS < 1) throw new ConfigError('Invalid configuration: PROCESSING_WINDOW_SECONDS must be at least 1');
   if (e.SANDBOX_COMPLETE_DELAY_MS < 0) throw new ConfigError('Invalid configuration: SANDBOX_COMPLETE_DELAY_MS must be >= 0');
   // The stripe package reaches Connect (deauthorize) by host, port and protocol with fixed paths, so
@@ -200,6 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,
     sandboxCompleteDelayMs: e.SANDBOX_COMPLETE_DELAY_MS,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    jobLeaseMs: e.JOB_LEASE_MS,
     processingWindowMs: e.PROCESSING_WINDOW_SECONDS * 1000,
     providers: {
       ...(e.GOOGLE_CLIENT_ID && e.GOOGLE_CLIENT_SECRET

@@ -10,6 +10,8 @@ export interface ReceivedDelivery {
   headers: Record<string, string>;
   rawBody: Buffer;
   receivedAt: number;
+  /** The status the receiver answers (or answered) with: a 2xx is an acknowledgement. */
+  status: number;
 }
 
 export interface TestCertificates {
@@ -43,13 +45,14 @@ export class TestReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
+        const next = this.scripts.get(req.url ?? '/')?.shift() ?? { status: 200 };
         this.received.push({
           path: req.url ?? '/',
           headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])),
           rawBody: Buffer.concat(chunks),
           receivedAt: Date.now(),
+          status: next.status,
         });
-        const next = this.scripts.get(req.url ?? '/')?.shift() ?? { status: 200 };
         setTimeout(() => res.writeHead(next.status, { 'content-type': 'text/plain' }).end('ok'), next.delayMs ?? 0);
       });
     });

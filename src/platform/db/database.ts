@@ -25,6 +25,14 @@ export interface Database {
 /** The longest any one database wait may take before the request answers 503. */
 export const DATABASE_TIMEOUT_MS = 5000;
 
+/**
+ * The longest a request waits on an unreachable database before it answers 503: a wait for a pooled
+ * connection, then one for its statement, each bounded by DATABASE_TIMEOUT_MS. With the server frozen
+ * every pooled connection hangs, so a request can get one just as another request's statement times
+ * out and then wait for its own (README, "Timeouts").
+ */
+export const REQUEST_DATABASE_BOUND_MS = 2 * DATABASE_TIMEOUT_MS;
+
 export function dialectOf(databaseUrl: string): Dialect {
   return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
 }

@@ -20,7 +20,15 @@ export type TransitionEventName = Extract<EventName, 'verification.completed' | 
 export interface Transition {
   /** null: the verification is being created. */
   from: VerificationStatus | null;
-  trigger: 'created' | 'created_synthetic' | 'consent_completed' | 'tape_computed' | 'collection_failed' | 'consent_expired' | 'cancelled_by_lender' | 'consent_declined';
+  trigger:
+    | 'created'
+    | 'created_synthetic'
+    | 'consent_completed'
+    | 'tape_computed'
+    | 'collection_failed'
+    | 'consent_expired'
+    | 'cancelled_by_lender'
+    | 'consent_declined';
   to: VerificationStatus;
   /** The event the move emits, in the same transaction (D11, D14). */
   emits: TransitionEventName | null;

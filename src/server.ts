@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { createHttpServer } from './platform/http/http-server.ts';
 import { ConfigError, loadConfig } from './platform/config.ts';
 import { createLogger } from './platform/logger.ts';
@@ -25,6 +26,16 @@ async function main(): Promise<void> {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
   });
+  // Prometheus scrapes its own port (METRICS_PORT), never the public API's.
+  const metricsServer = service.metrics && config.metrics ? createServer(service.metrics) : null;
+  if (metricsServer && config.metrics) {
+    const { port: metricsPort, host: metricsHost } = config.metrics;
+    await new Promise<void>((resolve, reject) => {
+      metricsServer.once('error', reject);
+      metricsServer.listen(metricsPort, metricsHost, resolve);
+    });
+    logger.info({ port: metricsPort, host: metricsHost, bearer: config.metrics.token !== null }, 'metrics listening');
+  }
   service.jobs.start(JOB_POLL_INTERVAL_MS);
   // New deliveries wake the sender at once; the poll picks up retries and other processes' work.
   service.deliveries.start(DELIVERY_POLL_INTERVAL_MS);
@@ -53,6 +64,7 @@ async function main(): Promise<void> {
     // keep-alive sockets close now.
     drain(() => {
       void (async () => {
+        metricsServer?.close();
         await service.close();
         logger.info('stopped');
         process.exit(0);

@@ -1,16 +1,20 @@
 import { randomBytes } from 'node:crypto';
+import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
 import { AccountsRepository } from './accounts/accounts-repository.ts';
 import { ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
 import type { Config } from './platform/config.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { openDatabase, type Database } from './platform/db/database.ts';
-import { loadApiDocument } from './platform/http/api-document.ts';
+import { listOperations, loadApiDocument } from './platform/http/api-document.ts';
 import { createHttpApp } from './platform/http/app.ts';
 import { RateLimits } from './platform/http/rate-limit.ts';
 import { JobQueue } from './platform/jobs/job-queue.ts';
 import { JobRunner } from './platform/jobs/job-runner.ts';
 import type { Logger } from './platform/logger.ts';
+import { databaseGauges } from './platform/metrics/metrics.ts';
+import { metricsEndpoint } from './platform/metrics/metrics-endpoint.ts';
+import { requestMetrics } from './platform/metrics/request-metrics.ts';
 import { EventOutbox } from './platform/events/outbox.ts';
 import { createHandlers, PENDING_OPERATIONS } from './operations.ts';
 import { authenticate } from './accounts/http/authenticate.ts';
@@ -43,6 +47,8 @@ export interface Service {
   deliveries: DeliveryWorker;
   verifications: VerificationsRepository;
   rateLimits: RateLimits;
+  /** `GET /metrics` for the metrics listener; null when METRICS_PORT is unset. */
+  metrics: RequestListener | null;
   close(): Promise<void>;
 }
 
@@ -146,9 +152,8 @@ export async function startService(config: Config, logger: Logger, options: Serv
     });
     const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now };
     const revocation: GrantRevocationDeps = { consent: consentRepository, providers, encryptionKey, logger, now };
-    const jobs = new JobRunner(queue, { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) }, clock, logger, {
-      leaseMs: config.jobLeaseMs,
-    });
+    const jobHandlers = { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) };
+    const jobs = new JobRunner(queue, jobHandlers, clock, logger, { leaseMs: config.jobLeaseMs });
     const handlers = createHandlers({
       lifecycle,
       webhooks: {
@@ -164,15 +169,34 @@ export async function startService(config: Config, logger: Logger, options: Serv
       isDatabaseReachable: () => db.isReachable(),
     });
     const rateLimits = new RateLimits(db);
+    const apiDocument = loadApiDocument();
+    const metrics = config.metrics
+      ? metricsEndpoint({
+          registries: [
+            databaseGauges(
+              {
+                jobs: () => queue.stats(clock.now()),
+                jobKinds: Object.keys(jobHandlers),
+                webhooks: () => webhooks.backlog(clock.now()),
+                pool: () => db.poolStats(),
+              },
+              logger,
+            ),
+          ],
+          token: config.metrics.token,
+          logger,
+        })
+      : null;
     const app = createHttpApp({
       config,
       logger,
       authenticate: authenticate({ accounts, mode: config.mode, limits: rateLimits }),
       rateLimits,
-      apiDocument: loadApiDocument(),
+      apiDocument,
       handlers,
       pendingOperations: PENDING_OPERATIONS,
       pages: [{ path: '/consent', router: consentRoutes({ ...consent, mode: config.mode, publicBaseUrl: config.publicBaseUrl }) }],
+      ...(metrics ? { requestMetrics: requestMetrics(listOperations(apiDocument)) } : {}),
     });
     return {
       app,
@@ -182,6 +206,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       deliveries,
       verifications,
       rateLimits,
+      metrics,
       async close() {
         await jobs.stop();
         await deliveries.stop();

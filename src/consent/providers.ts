@@ -2,6 +2,7 @@ import { youtubeAnalytics } from '@googleapis/youtubeanalytics';
 import * as oauth from 'openid-client';
 import Stripe from 'stripe';
 import type { Config } from '../platform/config.ts';
+import { providerCalls } from '../platform/metrics/metrics.ts';
 import type { SourceAmount } from '../tape/index.ts';
 
 export type Platform = 'youtube' | 'stripe';
@@ -295,9 +296,43 @@ export function stripeProvider(settings: NonNullable<ProviderSettings['stripe']>
   };
 }
 
+/** What the metrics call each platform's provider: the company answering, not the product. */
+const PROVIDER_NAMES: Record<Platform, string> = { youtube: 'google', stripe: 'stripe' };
+
+/**
+ * Times and counts the calls that reach the provider (token exchange, income, revocation) by
+ * outcome: ok, or the ProviderError kind (revoked, transient, permanent), or error for anything else.
+ */
+function measured(provider: PlatformProvider): PlatformProvider {
+  const name = PROVIDER_NAMES[provider.platform];
+  const timed =
+    <Args extends unknown[], Result>(call: string, run: (...args: Args) => Promise<Result>) =>
+    async (...args: Args): Promise<Result> => {
+      const started = performance.now();
+      let outcome = 'ok';
+      try {
+        return await run(...args);
+      } catch (error) {
+        outcome = error instanceof ProviderError ? error.kind : 'error';
+        throw error;
+      } finally {
+        providerCalls.labels(name, call, outcome).observe((performance.now() - started) / 1000);
+      }
+    };
+  return {
+    platform: provider.platform,
+    authorizationOrigin: provider.authorizationOrigin,
+    usesPkce: provider.usesPkce,
+    authorizationUrl: (input) => provider.authorizationUrl(input),
+    exchange: timed('exchange', (input) => provider.exchange(input)),
+    monthlyIncome: timed('income', (account, window) => provider.monthlyIncome(account, window)),
+    revoke: timed('revoke', (grant) => provider.revoke(grant)),
+  };
+}
+
 export function configuredProviders(settings: ProviderSettings): Partial<Record<Platform, PlatformProvider>> {
   return {
-    ...(settings.google ? { youtube: googleProvider(settings.google, settings.allowInsecureRequests) } : {}),
-    ...(settings.stripe ? { stripe: stripeProvider(settings.stripe, settings.allowInsecureRequests) } : {}),
+    ...(settings.google ? { youtube: measured(googleProvider(settings.google, settings.allowInsecureRequests)) } : {}),
+    ...(settings.stripe ? { stripe: measured(stripeProvider(settings.stripe, settings.allowInsecureRequests)) } : {}),
   };
 }

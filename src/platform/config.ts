@@ -57,6 +57,11 @@ export interface Config {
   shutdownGraceMs: number;
   /** Validate every response against the spec (tests): a mismatch is a 500 there, never in production. */
   validateResponses: boolean;
+  /**
+   * The Prometheus endpoint (METRICS_PORT, METRICS_HOST, METRICS_TOKEN): its own listener, never the
+   * public API port; null (the default) measures no requests and serves no metrics.
+   */
+  metrics: { port: number; host: string; token: string | null } | null;
 }
 
 const retrySchedule = makeValidator<number[]>((input) => {
@@ -167,6 +172,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       TRUST_PROXY: trustProxy({ default: false }),
       SHUTDOWN_GRACE_MS: num({ default: 10000 }),
       VALIDATE_RESPONSES: bool({ default: false }),
+      METRICS_PORT: str({ default: '' }),
+      METRICS_HOST: str({ default: '127.0.0.1' }),
+      METRICS_TOKEN: str({ default: '' }),
     },
     { reporter },
   );
@@ -194,6 +202,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.STRIPE_CLIENT_ID && e.STRIPE_SECRET_KEY && !isOrigin(e.STRIPE_CONNECT_URL)) {
     throw new ConfigError('Invalid configuration: STRIPE_CONNECT_URL must be an http(s) origin without a path, e.g. https://connect.stripe.com');
   }
+  const metricsPort = e.METRICS_PORT === '' ? null : Number(e.METRICS_PORT);
+  if (metricsPort !== null && (!/^\d+$/.test(e.METRICS_PORT) || metricsPort < 1 || metricsPort > 65535 || metricsPort === e.PORT)) {
+    throw new ConfigError('Invalid configuration: METRICS_PORT must be a port from 1 to 65535 other than PORT');
+  }
+  // A bearer token short enough to guess protects nothing.
+  if (e.METRICS_TOKEN !== '' && e.METRICS_TOKEN.length < 16) throw new ConfigError('Invalid configuration: METRICS_TOKEN must be at least 16 characters');
   return {
     port: e.PORT,
     host: e.HOST,
@@ -240,5 +254,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     validateResponses: e.VALIDATE_RESPONSES,
+    metrics: metricsPort === null ? null : { port: metricsPort, host: e.METRICS_HOST, token: e.METRICS_TOKEN || null },
   };
 }

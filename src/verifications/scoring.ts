@@ -1,5 +1,6 @@
 import type { OverlayBlock, RiskTape200 } from '../../generated/tape.ts';
 import type { Jurisdiction } from '../platform/principal.ts';
+import { tapeScoringDuration } from '../platform/metrics/metrics.ts';
 import { computeTape, type PlatformIncome } from '../tape/index.ts';
 import type { VerificationRecord } from './verifications-repository.ts';
 
@@ -26,6 +27,7 @@ export function scoreVerification(
   now: Date,
   overlays: readonly OverlayBlock[] = [],
 ): ScoredTape {
+  const started = performance.now();
   const tape = computeTape(
     {
       verificationId: verification.id,
@@ -39,5 +41,6 @@ export function scoreVerification(
     },
     { now },
   );
+  tapeScoringDuration.labels(verification.productType).observe((performance.now() - started) / 1000);
   return { tape, platforms };
 }

@@ -6,6 +6,7 @@ import { DomainError } from '../platform/domain-error.ts';
 import { newId, randomBase62 } from '../platform/ids.ts';
 import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { JobHandlers } from '../platform/jobs/job-queue.ts';
+import { countVerificationMove } from '../platform/metrics/metrics.ts';
 import type { Principal } from '../platform/principal.ts';
 import { isSyntheticCreator, type PlatformIncome } from '../tape/index.ts';
 import type { LifecycleJobPayloads } from './lifecycle-jobs.ts';
@@ -585,6 +586,7 @@ export async function moveVerification(
   const at = change.at.toISOString();
   if (change.tape) await store.saveTape(subject, change.tape, at);
   await store.applyStatus(subject.id, transition, { at, reason: change.reason ?? null, tapeSchemaVersion: change.tape?.tape.schema_version });
+  store.unit.afterCommit(() => countVerificationMove(transition.from, transition.to, change.reason ?? null));
   if (transition.emits) {
     const eventId = newId('evt');
     await store.recordEvent({

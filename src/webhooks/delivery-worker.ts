@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { request, type Dispatcher } from 'undici';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
+import { webhookAttempts } from '../platform/metrics/metrics.ts';
 import { signingSecrets } from './endpoints.ts';
 import { signWebhookBodyWith } from './verify-signature.ts';
 import type { AttemptRecord, DueDelivery, WebhookEndpoint, WebhooksRepository } from './webhooks-repository.ts';
@@ -68,6 +69,7 @@ export class DeliveryWorker {
             firstAttemptAt,
             nextAttemptAt: new Date(Math.max(clock.now().getTime(), new Date(firstAttemptAt).getTime() + nextOffset * 1000)).toISOString(),
           };
+    webhookAttempts.labels(succeeded ? 'delivered' : outcome.status === 'failed' ? 'failed' : 'retrying').observe(durationMs / 1000);
     const fields = { deliveryId: delivery.id, webhookId: delivery.webhookId, event: delivery.eventName, attempt: attemptNumber, statusCode, durationMs, error };
     if (succeeded) logger.debug(fields, 'webhook delivered');
     else

@@ -343,6 +343,32 @@ export class WebhooksRepository {
   }
 
   /** Every delivery about these verifications, for a data-protection access report. */
+  /** The sender's backlog across every endpoint (metrics): what waits, and for how long. */
+  async backlog(now: Date): Promise<{ awaitingFirstAttempt: number; awaitingRetry: number; oldestPendingAgeSeconds: number; oldestDueLagSeconds: number }> {
+    const at = now.toISOString();
+    type BacklogRow = { first_attempt: number | string; retry: number | string; oldest: string | null; oldest_due: string | null };
+    const rows: BacklogRow[] = await this.knex('webhook_deliveries')
+      .whereIn('status', ['pending', 'sending'])
+      .select(
+        this.knex.raw('coalesce(sum(case when attempts = 0 then 1 else 0 end), 0) as first_attempt'),
+        this.knex.raw('coalesce(sum(case when attempts > 0 then 1 else 0 end), 0) as retry'),
+        this.knex.raw('min(created_at) as oldest'),
+        this.knex.raw(
+          "min(case when status = 'pending' and next_attempt_at <= ? then next_attempt_at when status = 'sending' and locked_until < ? then locked_until end) as oldest_due",
+          [at, at],
+        ),
+      );
+    // An aggregate without group by: always exactly one row.
+    const row = rows[0]!;
+    const secondsSince = (iso: string | null) => (iso ? Math.max(0, (now.getTime() - Date.parse(iso)) / 1000) : 0);
+    return {
+      awaitingFirstAttempt: Number(row.first_attempt),
+      awaitingRetry: Number(row.retry),
+      oldestPendingAgeSeconds: secondsSince(row.oldest),
+      oldestDueLagSeconds: secondsSince(row.oldest_due),
+    };
+  }
+
   async deliveriesOf(verificationIds: string[]): Promise<Array<Delivery & { verificationId: string }>> {
     if (verificationIds.length === 0) return [];
     const rows = await this.knex<DeliveryRow>('webhook_deliveries')

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knex, { type Knex } from 'knex';
 import type { Database as SqliteConnection } from 'sqlite3';
+import { databaseQueryErrors } from '../metrics/metrics.ts';
 import { migrations } from './migrations/index.ts';
 
 export type { Knex };
@@ -17,6 +18,8 @@ export interface Database {
   dialect: Dialect;
   /** Applies every pending migration; safe to run from several processes at once (Knex's lock). */
   migrate(): Promise<void>;
+  /** Connections of this process's pools (metrics). */
+  poolStats(): { used: number; free: number; pendingAcquires: number; max: number };
   /** True when a trivial query succeeds: the readiness probe. */
   isReachable(): Promise<boolean>;
   close(): Promise<void>;
@@ -78,6 +81,22 @@ function postgresConfig(databaseUrl: string): Knex.Config {
   };
 }
 
+/** What poolStats reads of Knex's tarn pool. */
+interface TarnPool {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+  max: number;
+}
+
+/** unavailable: the database could not answer; constraint: a unique or foreign key refused a write; other: anything else. */
+function queryErrorKind(error: unknown): 'unavailable' | 'constraint' | 'other' {
+  if (isDatabaseUnavailable(error)) return 'unavailable';
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return 'other';
+  return code.startsWith('23') || code.startsWith('SQLITE_CONSTRAINT') ? 'constraint' : 'other';
+}
+
 /** Read connections of a SQLite database; a file-less (`:memory:`) database has only its writer. */
 const SQLITE_READERS = 4;
 
@@ -85,12 +104,27 @@ export function openDatabase(databaseUrl: string): Database {
   const dialect = dialectOf(databaseUrl);
   const instance = knex(dialect === 'sqlite' ? sqliteConfig(databaseUrl) : postgresConfig(databaseUrl));
   const reader = dialect === 'sqlite' && !databaseUrl.endsWith(':memory:') ? knex(sqliteConfig(databaseUrl, SQLITE_READERS)) : instance;
+  const pools = [...new Set([instance, reader])];
+  for (const pool of pools) pool.on('query-error', (error: unknown) => databaseQueryErrors.labels(queryErrorKind(error)).inc());
   return {
     knex: instance,
     reader,
     dialect,
     async migrate() {
       await instance.migrate.latest({ migrationSource: migrations });
+    },
+    poolStats() {
+      const stats = { used: 0, free: 0, pendingAcquires: 0, max: 0 };
+      for (const pool of pools) {
+        // Knex's pool (tarn) exists once the client is initialised; absent after destroy().
+        const tarn = (pool.client as { pool?: TarnPool }).pool;
+        if (!tarn) continue;
+        stats.used += tarn.numUsed();
+        stats.free += tarn.numFree();
+        stats.pendingAcquires += tarn.numPendingAcquires();
+        stats.max += tarn.max;
+      }
+      return stats;
     },
     async isReachable() {
       try {

@@ -22,6 +22,8 @@ export interface HttpAppDeps {
   handlers: { [Op in OperationId]?: OperationHandler<Op> };
   /** Operations in the spec whose handlers belong to work not yet delivered, with what delivers them. */
   pendingOperations: Partial<Record<OperationId, string>>;
+  /** Times and counts every request (platform/metrics); absent when metrics are off (METRICS_PORT unset). */
+  requestMetrics?: RequestHandler;
   /** Browser pages outside the API (the creator's consent pages), mounted before the API. */
   pages?: Array<{ path: string; router: Router }>;
 }
@@ -137,6 +139,8 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   app.set('case sensitive routing', true);
   app.set('trust proxy', deps.config.trustProxy);
   app.set('etag', false);
+
+  if (deps.requestMetrics) app.use(deps.requestMetrics);
 
   app.use((req, res, next) => {
     const incoming = req.get('x-request-id');

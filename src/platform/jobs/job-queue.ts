@@ -115,6 +115,20 @@ export class JobQueue {
       );
   }
 
+  /** Per kind: jobs pending or running, and how long ago the oldest pending one became due (metrics). */
+  async stats(now: Date): Promise<Array<{ kind: string; queued: number; lagSeconds: number }>> {
+    const rows = await this.knex('jobs')
+      .whereIn('status', ['pending', 'running'])
+      .groupBy('kind')
+      .select('kind', this.knex.raw("min(case when status = 'pending' and run_at <= ? then run_at end) as oldest_due", [now.toISOString()]))
+      .count({ n: '*' });
+    return (rows as Array<{ kind: string; oldest_due: string | null; n: number | string }>).map((row) => ({
+      kind: row.kind,
+      queued: Number(row.n),
+      lagSeconds: row.oldest_due ? Math.max(0, (now.getTime() - Date.parse(row.oldest_due)) / 1000) : 0,
+    }));
+  }
+
   async pendingCount(): Promise<number> {
     const row = await this.knex('jobs').whereIn('status', ['pending', 'running']).count({ n: '*' }).first();
     return Number((row as { n: number | string }).n);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../logger.ts';
+import { jobsRun } from '../metrics/metrics.ts';
 import type { Job, JobQueue, RunnableJobHandlers } from './job-queue.ts';
 
 export interface JobRunnerOptions {
@@ -46,12 +47,14 @@ export class JobRunner {
       // The kind selected the handler, and its enqueuer wrote the payload that kind declares.
       await handler(job as never, this.clock.now());
       await this.queue.complete(job.id);
+      jobsRun.labels(job.kind, 'done').inc();
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const retry = job.attempts < (this.options.maxAttempts ?? 5);
       const retryAt = retry ? new Date(this.clock.now().getTime() + 2 ** job.attempts * 1000) : null;
       this.logger.error({ jobId: job.id, kind: job.kind, attempts: job.attempts, err: error }, retry ? 'job failed; will retry' : 'job failed for good');
       await this.queue.fail(job.id, message, retryAt);
+      jobsRun.labels(job.kind, retry ? 'retrying' : 'failed').inc();
     }
   }
 

@@ -1,0 +1,82 @@
+import type { Request, RequestHandler, Response } from 'express';
+import type { ApiOperation } from '../http/api-document.ts';
+import { httpRequestDuration, rateLimitRefusals } from './metrics.ts';
+
+type Observer = { observe(seconds: number): void };
+
+/** One operation's histogram children, by status code: labels are resolved once, not per request. */
+class OperationSeries {
+  private readonly byStatus: Observer[] = [];
+
+  constructor(private readonly operation: string) {}
+
+  observe(status: number, seconds: number): void {
+    let child = this.byStatus[status];
+    if (!child) {
+      child = httpRequestDuration.labels(this.operation, String(status));
+      this.byStatus[status] = child;
+    }
+    child.observe(seconds);
+  }
+}
+
+const STARTED = Symbol('requestStarted');
+type TimedResponse = Response & { [STARTED]: number };
+
+/** Paths outside the API, grouped: their own routes are no operation of the spec. */
+const PAGES: Array<[RegExp, string]> = [
+  [/^\/consent(\/|$)/, 'consent_pages'],
+  [/^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples)(\/|$)/, 'documents'],
+];
+
+/**
+ * Times every request and counts it under its spec operationId and status (and 429s as rate-limit
+ * refusals). A request the router matched is found by its route in a map; only requests refused
+ * before routing (401, 404, 429, validation errors) have their path matched against the spec's
+ * paths. Anything else is `unmatched`, so a scanner's random paths add no series.
+ */
+export function requestMetrics(operations: ApiOperation[]): RequestHandler {
+  const byRoute = new Map<string, Map<string, OperationSeries>>();
+  const patterns: Array<{ method: string; pattern: RegExp; series: OperationSeries }> = [];
+  for (const operation of operations) {
+    const series = new OperationSeries(operation.operationId);
+    const method = operation.method.toUpperCase();
+    const methods = byRoute.get(operation.expressPath) ?? new Map<string, OperationSeries>();
+    methods.set(method, series);
+    if (method === 'GET') methods.set('HEAD', series);
+    byRoute.set(operation.expressPath, methods);
+    const segments = operation.path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    patterns.push({ method, pattern: new RegExp(`^${segments.join('/')}$`), series });
+  }
+  const pages = PAGES.map(([pattern, name]) => ({ pattern, series: new OperationSeries(name) }));
+  const unmatched = new OperationSeries('unmatched');
+  const refusedKey = rateLimitRefusals.labels('key');
+  const refusedAddress = rateLimitRefusals.labels('address');
+
+  function seriesOf(req: Request): OperationSeries {
+    const route = req.route as { path?: unknown } | undefined;
+    if (typeof route?.path === 'string') {
+      const series = byRoute.get(route.path)?.get(req.method);
+      if (series) return series;
+    }
+    const path = req.originalUrl.split('?')[0]!;
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    for (const candidate of patterns) if (candidate.method === method && candidate.pattern.test(path)) return candidate.series;
+    for (const page of pages) if (page.pattern.test(path)) return page.series;
+    return unmatched;
+  }
+
+  // One listener function for every response (no closure per request); the start time rides on the response.
+  function finished(this: TimedResponse): void {
+    const req = this.req;
+    const status = this.statusCode;
+    seriesOf(req).observe(status, (performance.now() - this[STARTED]) / 1000);
+    if (status === 429) (req.principal ? refusedKey : refusedAddress).inc();
+  }
+
+  return (_req, res, next) => {
+    (res as TimedResponse)[STARTED] = performance.now();
+    res.on('finish', finished);
+    next();
+  };
+}

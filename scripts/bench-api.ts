@@ -1,8 +1,12 @@
 // `npm run bench:api`: in one run, one after the other, load a bare Express 5 hello-world server and
 // the service with autocannon (50 connections, BENCH_SECONDS each, default 10) and print requests
 // per second, p99 latency and the ratio to bare Express for the status, tape and create endpoints.
+// Then the cost of metrics: the same endpoints on two service processes, one without METRICS_PORT
+// and one with it and scraped every second as Prometheus would (more often than its usual 15 s),
+// loaded in the order off, on, on, off (half BENCH_SECONDS each) so drift of the machine during the
+// run weighs on both alike; prints the throughput ratio on/off (goal: metrics cost under 5 %).
 // Each server runs in its own process, so the load generator never shares their event loop.
-// BENCH_DATABASE_URL picks the service's database (default: a fresh SQLite file).
+// BENCH_DATABASE_URL picks the service's database (default: a fresh SQLite file per process).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -70,42 +74,13 @@ async function main(): Promise<void> {
   await stop(bare);
 
   const dir = mkdtempSync(join(tmpdir(), 'civ-bench-'));
-  const port = await freePort();
-  const env = {
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? `sqlite:${join(dir, 'bench.sqlite')}`,
-    SERVICE_MODE: 'sandbox',
-    LOG_LEVEL: 'warn',
-  };
-  const service = run(['--import', 'tsx', 'src/server.ts'], env);
+  const services: BenchService[] = [];
   try {
-    await waitReady(`http://127.0.0.1:${port}/readyz`, service);
-    const lender = await runAdmin(env, ['lender', 'create', '--name', 'Benchmark Lender']);
-    const key = await runAdmin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
-    // The benchmark measures the service, not its rate limiter refusing it.
-    await runAdmin(env, ['key', 'limit', '--key-id', key.id, '--rate-limit', '1000000', '--burst', '1000000']);
-    const headers = { authorization: `Bearer ${key.api_key}`, 'content-type': 'application/json' };
-    const base = `http://127.0.0.1:${port}/api/v1`;
-    const created = await fetch(`${base}/verifications`, {
-      method: 'POST',
-      headers: { ...headers, 'idempotency-key': randomUUID() },
-      body: JSON.stringify({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }),
-    });
-    const { verification_id: id } = (await created.json()) as { verification_id: string };
-
-    const results = [
-      await load('GET /verifications/{id}', { url: `${base}/verifications/${id}`, headers }),
-      await load('GET /verifications/{id}/tape', { url: `${base}/verifications/${id}/tape`, headers }),
-      await load('POST /verifications (synthetic creator)', {
-        url: `${base}/verifications`,
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }),
-        // A fresh Idempotency-Key per request, or every request after the first would be a replay.
-        requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, headers: { ...headers, 'idempotency-key': randomUUID() } }) }],
-      }),
-    ];
+    const service = await startBenchService(dir, 'service', {});
+    services.push(service);
+    const results: Measurement[] = [];
+    for (const endpoint of endpointsOf(service)) results.push(await load(endpoint.name, endpoint.options));
+    await stop(service.child);
     const goals: Record<string, number> = {
       'GET /verifications/{id}': 0.5,
       'GET /verifications/{id}/tape': 0.4,
@@ -121,9 +96,120 @@ async function main(): Promise<void> {
         `${r.name.padEnd(42)} ${r.rps.toFixed(0).padStart(9)} ${String(r.p99).padStart(7)} ${ratio.toFixed(2).padStart(6)}  ≥${goal.toFixed(2)} p99≤20 ${verdict.padEnd(6)} ${r.errors}`,
       );
     }
+    await metricsCost(dir, services);
   } finally {
-    await stop(service);
+    for (const service of services) await stop(service.child);
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+interface BenchService {
+  child: ChildProcess;
+  base: string;
+  headers: Record<string, string>;
+  verificationId: string;
+  metricsUrl: string | null;
+}
+
+/** A service process with a lender whose key the rate limiter never refuses, and one completed verification. */
+async function startBenchService(dir: string, name: string, extra: Record<string, string>): Promise<BenchService> {
+  const port = await freePort();
+  const env = {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? `sqlite:${join(dir, `${name}.sqlite`)}`,
+    SERVICE_MODE: 'sandbox',
+    LOG_LEVEL: 'warn',
+    ...extra,
+  };
+  const child = run(['--import', 'tsx', 'src/server.ts'], env);
+  await waitReady(`http://127.0.0.1:${port}/readyz`, child);
+  const lender = await runAdmin(env, ['lender', 'create', '--name', 'Benchmark Lender']);
+  const key = await runAdmin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
+  // The benchmark measures the service, not its rate limiter refusing it.
+  await runAdmin(env, ['key', 'limit', '--key-id', key.id, '--rate-limit', '1000000', '--burst', '1000000']);
+  const headers = { authorization: `Bearer ${key.api_key}`, 'content-type': 'application/json' };
+  const base = `http://127.0.0.1:${port}/api/v1`;
+  const created = await fetch(`${base}/verifications`, {
+    method: 'POST',
+    headers: { ...headers, 'idempotency-key': randomUUID() },
+    body: JSON.stringify({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }),
+  });
+  const { verification_id: verificationId } = (await created.json()) as { verification_id: string };
+  const metricsUrl = extra.METRICS_PORT ? `http://127.0.0.1:${extra.METRICS_PORT}/metrics` : null;
+  return { child, base, headers, verificationId, metricsUrl };
+}
+
+function endpointsOf(service: BenchService): Array<{ name: string; options: autocannon.Options }> {
+  const { base, headers, verificationId: id } = service;
+  return [
+    { name: 'GET /verifications/{id}', options: { url: `${base}/verifications/${id}`, headers } },
+    { name: 'GET /verifications/{id}/tape', options: { url: `${base}/verifications/${id}/tape`, headers } },
+    {
+      name: 'POST /verifications (synthetic creator)',
+      options: {
+        url: `${base}/verifications`,
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }),
+        // A fresh Idempotency-Key per request, or every request after the first would be a replay.
+        requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, headers: { ...headers, 'idempotency-key': randomUUID() } }) }],
+      },
+    },
+  ];
+}
+
+/** Loads one service while, if it serves metrics, scraping them every second as Prometheus would. */
+async function loadScraped(service: BenchService, name: string, options: autocannon.Options, duration: number): Promise<Measurement> {
+  let scrapes = 0;
+  const scraper = service.metricsUrl
+    ? setInterval(() => {
+        void fetch(service.metricsUrl!, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+          .then(async (response) => {
+            await response.text();
+            if (response.ok) scrapes++;
+          })
+          .catch(() => undefined);
+      }, 1000)
+    : undefined;
+  let measurement: Measurement;
+  try {
+    measurement = await load(name, { ...options, duration });
+  } finally {
+    clearInterval(scraper);
+  }
+  // Metrics measured but never served would make "on" look cheaper than it is.
+  if (service.metricsUrl && scrapes === 0) throw new Error('the metrics endpoint was never scraped successfully');
+  return measurement;
+}
+
+const METRICS_TOKEN = 'bench-metrics-token-0123456789';
+
+async function metricsCost(dir: string, services: BenchService[]): Promise<void> {
+  const off = await startBenchService(dir, 'metrics-off', {});
+  services.push(off);
+  const on = await startBenchService(dir, 'metrics-on', { METRICS_PORT: String(await freePort()), METRICS_TOKEN });
+  services.push(on);
+  const half = Math.max(3, Math.round(seconds / 2));
+  console.log(`\nCost of metrics: each endpoint loaded off, on, on, off (${half} s each), metrics scraped every second while on`);
+  console.log(
+    `${'endpoint'.padEnd(42)} ${'off req/s'.padStart(10)} ${'on req/s'.padStart(9)} ${'off p99'.padStart(8)} ${'on p99'.padStart(7)} ${'on/off'.padStart(7)}  goal    errors`,
+  );
+  const offEndpoints = endpointsOf(off);
+  const onEndpoints = endpointsOf(on);
+  for (let i = 0; i < offEndpoints.length; i++) {
+    const name = offEndpoints[i]!.name;
+    const a1 = await loadScraped(off, name, offEndpoints[i]!.options, half);
+    const b1 = await loadScraped(on, name, onEndpoints[i]!.options, half);
+    const b2 = await loadScraped(on, name, onEndpoints[i]!.options, half);
+    const a2 = await loadScraped(off, name, offEndpoints[i]!.options, half);
+    const offRps = (a1.rps + a2.rps) / 2;
+    const onRps = (b1.rps + b2.rps) / 2;
+    const ratio = onRps / offRps;
+    const verdict = ratio >= 0.95 ? 'met' : 'MISSED';
+    console.log(
+      `${name.padEnd(42)} ${offRps.toFixed(0).padStart(10)} ${onRps.toFixed(0).padStart(9)} ${String(Math.max(a1.p99, a2.p99)).padStart(8)} ${String(Math.max(b1.p99, b2.p99)).padStart(7)} ${ratio.toFixed(3).padStart(7)}  ≥0.95 ${verdict.padEnd(6)} ${a1.errors + a2.errors + b1.errors + b2.errors}`,
+    );
   }
 }
 

@@ -194,9 +194,14 @@ for (const factory of testDatabases()) {
         const { samples } = await scrape();
         return total(samples, 'civ_verifications_finished_total') >= 6;
       });
+      // Counted once the sender has the receiver's answer, which is after the receiver records the request.
       await waitFor('deliveries to both endpoints', async () => {
         const { samples } = await scrape();
-        return receiver.to(delivered).length >= 7 && total(samples, 'civ_webhook_backlog', { phase: 'retry' }) >= 6;
+        return (
+          total(samples, 'civ_webhook_attempt_duration_seconds_count', { outcome: 'delivered' }) >= 6 &&
+          total(samples, 'civ_webhook_backlog', { phase: 'first_attempt' }) === 0 &&
+          total(samples, 'civ_webhook_backlog', { phase: 'retry' }) === 6
+        );
       });
 
       const { text, samples } = await scrape();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { assertError } from './assertions.ts';
 import { forEachTarget, requireKey, requireSandbox, type Target } from './harness.ts';
-import { createVerification, randomReference, sleep, type Verification } from './sandbox.ts';
+import { createVerification, follow, randomReference, type Verification } from './sandbox.ts';
 
 /**
  * The data-protection operations of section 4.8 (role gdpr_admin): every row of the error table for
@@ -133,14 +133,12 @@ forEachTarget((target: Target) => {
       requireSandbox(this, target);
       const reference = randomReference('test-complete-gdpr-');
       const verification = await realCreator(reference);
-      let report: AccessReport | undefined;
-      for (let waited = 0; waited < 30_000; waited += 250) {
-        const response = await target.api.get(accessPath({ obligor_id: reference }), { key: 'gdpr' });
-        report = response.json as AccessReport;
-        if (report.verifications[0]?.verification.status === 'completed') break;
-        await sleep(250);
-      }
-      const record = report!.verifications[0]!;
+      // Completed is a terminal state: waiting for it on the status endpoint cannot miss it.
+      const observations = await follow(target, verification.verification_id);
+      assert.equal(observations.at(-1)!.resource.status, 'completed', 'the test-complete- verification completed');
+      const response = await target.api.get(accessPath({ obligor_id: reference }), { key: 'gdpr' });
+      assert.equal(response.status, 200, response.text);
+      const record = (response.json as AccessReport).verifications[0]!;
       assert.equal(record.verification.status, 'completed', 'the test-complete- verification completed');
       assert.equal(record.consent_session.state, 'closed');
       assert.deepEqual(

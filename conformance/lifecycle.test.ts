@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { loadContract } from './contract.ts';
 import { covers } from './matrix.ts';
 import { forEachTarget, requireSandbox, type ApiResponse, type Target } from './harness.ts';
+import { assertEventRequest, movesAlong, type ReceivedEvent, type TransitionRow } from './event-contract.ts';
+import { attemptWaitMs, WEBHOOKS_PATH, webhookReceiver, type WebhookResource } from './webhooks.ts';
+import type { WebhookReceiver } from './webhook-receiver.ts';
 import {
   assertResourceInvariants,
   cancelVerification,
@@ -98,6 +101,121 @@ interface Walk {
   tapes: Map<string, ApiResponse>;
   /** One more GET, a whole sandbox delay after the last state was reached. */
   settled: Verification;
+  /**
+   * The events of this verification the suite's endpoint received by then, in order of arrival;
+   * undefined when the deployment cannot reach the suite's receiver.
+   */
+  events: ReceivedEvent[] | undefined;
+}
+
+/**
+ * The suite's endpoint for lender A's verification events while the walks run. `processing` emits
+ * nothing and lasts half the sandbox delay, so a poll can miss it on a loaded machine (or a service
+ * whose two sandbox steps run back to back after a stall); the event of the move out of it cannot be
+ * missed, and the table says which move emits it (D11: every move emits its event as production would).
+ */
+class EventInbox {
+  private constructor(
+    private readonly target: Target,
+    private readonly receiver: WebhookReceiver,
+    private readonly path: string,
+    private readonly endpoint: { events: string[]; secret: string; webhookId: string },
+    private readonly rows: TransitionRow[],
+  ) {}
+
+  static async open(target: Target, rows: TransitionRow[]): Promise<EventInbox> {
+    const receiver = await webhookReceiver(target);
+    const path = receiver.newPath('lifecycle');
+    const events = [...new Set(rows.map((row) => row.emits).filter((emits): emits is string => emits !== null))];
+    const response = await target.api.post(WEBHOOKS_PATH, { json: { url: receiver.urlFor(path), events } });
+    assert.equal(response.status, 201, response.text);
+    const webhook = response.json as WebhookResource & { secret: string };
+    receiver.expectSignedWith(path, webhook.secret);
+    return new EventInbox(target, receiver, path, { events, secret: webhook.secret, webhookId: webhook.webhook_id }, rows);
+  }
+
+  /** The events of `verificationId` received so far, each checked against the contract. */
+  eventsOf(verificationId: string): ReceivedEvent[] {
+    return this.receiver
+      .requestsTo(this.path)
+      .map((request) => assertEventRequest(request, this.endpoint, this.rows))
+      .filter((event) => event.payload.verification_id === verificationId);
+  }
+
+  /** Waits, with a deadline, until `count` events of `verificationId` arrived. */
+  async waitFor(verificationId: string, count: number): Promise<ReceivedEvent[]> {
+    const timeoutMs = this.target.sandboxDelayMs + attemptWaitMs(this.target, 1);
+    const ours = (requests: Array<{ rawBody: Buffer }>) => requests.filter((r) => r.rawBody.toString('utf8').includes(verificationId));
+    await this.receiver.waitFor(this.path, (requests) => ours(requests).length >= count, timeoutMs, `${count} event(s) of ${verificationId}`);
+    return this.eventsOf(verificationId);
+  }
+
+  async close(): Promise<void> {
+    const response = await this.target.api.request('DELETE', `${WEBHOOKS_PATH}/${this.endpoint.webhookId}`);
+    assert.equal(response.status, 204, response.text);
+  }
+}
+
+/** The events the moves along `path` emit, in order. */
+const eventsAlong = (rows: TransitionRow[], path: readonly string[]) =>
+  movesAlong(rows, path)
+    .map((row) => row.emits)
+    .filter((emits): emits is string => emits !== null);
+
+/** `to` follows `from` in the table, directly or through states in between. */
+function reachable(rows: TransitionRow[], from: string, to: string): boolean {
+  const seen = new Set([from]);
+  const queue = [from];
+  while (queue.length > 0) {
+    const state = queue.shift()!;
+    for (const row of rows.filter((candidate) => candidate.from === state)) {
+      if (row.to === to) return true;
+      if (seen.has(row.to)) continue;
+      seen.add(row.to);
+      queue.push(row.to);
+    }
+  }
+  return false;
+}
+
+/** `states` holds the first and last of `path`, and nothing that is not in `path`, in its order (a poll may miss a short state, nothing more). */
+function isPollOf(states: readonly string[], path: readonly string[]): boolean {
+  if (states[0] !== path[0] || states.at(-1) !== path.at(-1)) return false;
+  let at = 0;
+  for (const state of states) {
+    at = path.indexOf(state, at);
+    if (at < 0) return false;
+  }
+  return true;
+}
+
+/**
+ * How `walk` shows the move `row`, or undefined when it does not: the status endpoint showed its two
+ * states one after the other, or an event arrived that the table emits only on this move or only on
+ * moves out of its target state while the status endpoint showed the states around it. Without
+ * webhooks, a state the polls missed is shown only by a later state the table reaches from it alone.
+ */
+function howShown(row: TransitionRow, seen: Walk, rows: TransitionRow[]): string | undefined {
+  const states = statesOf(seen.observations);
+  if (row.from === null) return (seen.created.json as Verification).status === row.to ? 'the creation response' : undefined;
+  const at = states.indexOf(row.from);
+  if (at >= 0 && states[at + 1] === row.to) return 'the status endpoint';
+  const moves = rows.filter((candidate) => candidate.from !== null);
+  const onlyOn = (event: string, holds: (candidate: TransitionRow) => boolean) => {
+    const emitting = moves.filter((candidate) => candidate.emits === event);
+    return emitting.length > 0 && emitting.every(holds);
+  };
+  const events = seen.events?.map((event) => event.payload.event) ?? [];
+  const after = at < 0 ? [] : states.slice(at + 1);
+  if (row.emits && events.includes(row.emits) && states.at(-1) === row.to && onlyOn(row.emits, (c) => c.from === row.from && c.to === row.to)) {
+    return `the ${row.emits} event`;
+  }
+  const leaving = events.find((event) => onlyOn(event, (c) => c.from === row.to));
+  if (leaving && at >= 0 && after.length > 0) return `the ${leaving} event, sent only on a move out of ${row.to}`;
+  if (seen.events === undefined && at >= 0 && after.length > 0 && moves.filter((c) => c.to === after[0]).every((c) => c.from === row.to)) {
+    return `${after[0]}, which the table reaches only from ${row.to}`;
+  }
+  return undefined;
 }
 
 async function transitionRows(): Promise<Row[]> {
@@ -107,7 +225,15 @@ async function transitionRows(): Promise<Row[]> {
   return rows;
 }
 
-async function walk(target: Target, reference: string, platforms: Scenario['platforms'], watchOnly: boolean, cancel = false): Promise<Walk> {
+async function walk(
+  target: Target,
+  reference: string,
+  platforms: Scenario['platforms'],
+  watchOnly: boolean,
+  inbox: EventInbox | undefined,
+  expectedEvents: number,
+  cancel = false,
+): Promise<Walk> {
   const created = await createVerification(target, { obligor_reference: reference, creator_platforms: platforms });
   assert.equal(created.status, 201, created.text);
   const id = (created.json as Verification).verification_id;
@@ -121,20 +247,28 @@ async function walk(target: Target, reference: string, platforms: Scenario['plat
   };
   await onNewState(created.json as Verification);
   // A real creator never consents here: watch it for longer than any `test-` outcome takes.
-  const polled = await follow(target, id, watchOnly ? { forMs: Math.round(target.sandboxDelayMs * 1.5), onNewState } : { onNewState });
+  // The outcome's event and the polls are awaited together: the event is stored with the move (D14),
+  // so once it arrived the status endpoint shows the outcome at its next poll.
+  const [polled] = await Promise.all([
+    follow(target, id, watchOnly ? { forMs: Math.round(target.sandboxDelayMs * 1.5), onNewState } : { onNewState }),
+    inbox && expectedEvents > 0 ? inbox.waitFor(id, expectedEvents) : undefined,
+  ]);
   const observations: Observation[] = [{ at: 0, resource: created.json as Verification }, ...polled];
+  // Waits out a whole sandbox delay on purpose: what must not happen (a move out of a terminal state, an extra event) has no event to wait for.
   await sleep(target.sandboxDelayMs);
   const settled = await getVerification(target, id);
-  return { created, observations, tapes, settled };
+  return { created, observations, tapes, settled, events: inbox?.eventsOf(id) };
 }
 
 /** Starts every walk at once (they run concurrently); each test awaits the walks it needs. */
-function startWalks(target: Target): Map<string, Promise<Walk>> {
+function startWalks(target: Target, inbox: EventInbox | undefined, rows: TransitionRow[]): Map<string, Promise<Walk>> {
   const walks = new Map<string, Promise<Walk>>();
   for (const scenario of SCENARIOS) {
-    walks.set(scenario.name, walk(target, randomReference(scenario.prefix), scenario.platforms, scenario.path.length === 1, scenario.cancel));
+    const events = eventsAlong(rows, scenario.path).length;
+    walks.set(scenario.name, walk(target, randomReference(scenario.prefix), scenario.platforms, scenario.path.length === 1, inbox, events, scenario.cancel));
   }
-  for (const { reference } of SYNTHETIC_CREATORS) walks.set(reference, walk(target, reference, ['youtube', 'stripe'], false));
+  const synthetic = eventsAlong(rows, ['completed']).length;
+  for (const { reference } of SYNTHETIC_CREATORS) walks.set(reference, walk(target, reference, ['youtube', 'stripe'], false, inbox, synthetic));
   // Failures surface in the tests that await them; this only keeps Node from calling them unhandled.
   for (const promise of walks.values()) promise.catch(() => undefined);
   return walks;
@@ -145,6 +279,7 @@ forEachTarget((target) => {
     // Every walk runs concurrently: one sandbox delay to the outcome, one more to see it stay put.
     this.timeout(target.sandboxDelayMs * 3 + 30_000);
     let walks: Map<string, Promise<Walk>>;
+    let inbox: EventInbox | undefined;
     const walkOf = (name: string) => {
       const found = walks.get(name);
       assert.ok(found, `no walk ${name}`);
@@ -156,9 +291,16 @@ forEachTarget((target) => {
     };
     const allWalks = () => scenarioWalks([...SCENARIOS.map((s) => s.name), SYNTHETIC]);
 
-    before(function () {
+    before(async function () {
       requireSandbox(this, target);
-      walks = startWalks(target);
+      const rows = await transitionRows();
+      inbox = target.webhooks.unavailable ? undefined : await EventInbox.open(target, rows);
+      walks = startWalks(target, inbox, rows);
+    });
+    after(async function () {
+      if (!walks) return;
+      await Promise.allSettled(walks.values());
+      await inbox?.close();
     });
 
     it('the suite covers exactly the rows of x-transitions (a new row fails here until a scenario reaches it)', async () => {
@@ -170,23 +312,34 @@ forEachTarget((target) => {
       it(`row ${key}: observed with ${scenarioNames.join(', ')}${covers(transitionTag(key))}`, async () => {
         const row = (await transitionRows()).find((candidate) => rowKey(candidate) === key);
         assert.ok(row, `x-transitions has no row ${key}`);
+        const rows = await transitionRows();
         for (const { name, walk: seen } of await scenarioWalks(scenarioNames)) {
-          const states = statesOf(seen.observations);
-          if (row.from === null) {
-            assert.equal((seen.created.json as Verification).status, row.to, `${name}: the creation response is ${row.to}`);
-          } else {
-            const at = states.indexOf(row.from);
-            assert.ok(at >= 0 && states[at + 1] === row.to, `${name}: expected ${row.from} then ${row.to}; states seen: ${states.join(' → ')}`);
-          }
+          assert.ok(
+            howShown(row, seen, rows),
+            `${name}: expected ${row.from ?? '(creation)'} then ${row.to}; states seen: ${statesOf(seen.observations).join(' → ')}; events: ${
+              seen.events?.map((event) => event.payload.event).join(', ') ?? '(no webhooks)'
+            }`,
+          );
         }
       });
     }
 
-    it('every scenario shows exactly its path of states, and every move seen is a row of the table', async () => {
+    it('every scenario shows its path of states (polls may miss a short one) and sends exactly the events of its moves, and every move seen is a row of the table', async () => {
       const rows = await transitionRows();
       for (const scenario of SCENARIOS) {
-        const states = statesOf((await walkOf(scenario.name)).observations);
-        assert.deepEqual(states, scenario.path, `${scenario.name}: states seen`);
+        const seen = await walkOf(scenario.name);
+        const states = statesOf(seen.observations);
+        assert.ok(isPollOf(states, scenario.path), `${scenario.name}: states seen ${states.join(' → ')}, expected ${scenario.path.join(' → ')}`);
+        if (seen.events) {
+          assert.deepEqual(
+            seen.events.map((event) => event.payload.event),
+            eventsAlong(rows, scenario.path),
+            `${scenario.name}: the events of the moves ${scenario.path.join(' → ')}`,
+          );
+          for (const event of seen.events)
+            assert.equal(event.payload.occurred_at, seen.settled.updated_at, `${scenario.name}: occurred_at is the move's updated_at`);
+          if (scenario.failureReason) assert.equal(seen.events.at(-1)?.payload.reason, scenario.failureReason, `${scenario.name}: the event's reason`);
+        }
       }
       for (const { name, walk: seen } of await allWalks()) {
         const states = statesOf(seen.observations);
@@ -196,8 +349,8 @@ forEachTarget((target) => {
         );
         for (let i = 1; i < states.length; i++) {
           assert.ok(
-            rows.some((row) => row.from === states[i - 1] && row.to === states[i]),
-            `${name}: ${states[i - 1]} → ${states[i]} is not a row of the table`,
+            reachable(rows, states[i - 1]!, states[i]!),
+            `${name}: ${states[i - 1]} → ${states[i]} is not a row of the table, nor a chain of rows through states a poll may have missed`,
           );
         }
       }

@@ -103,7 +103,7 @@ function describeRun(options: Options): string {
     `Target: ${env.CONFORMANCE_BASE_URL ?? 'self-started service from the repository (SQLite, and PostgreSQL with TEST_POSTGRES_URL)'}`,
     `Mode: ${env.CONFORMANCE_BASE_URL ? (key.startsWith('civ_live_') ? 'production (civ_live_ key): sandbox-only tests skipped' : 'sandbox (civ_test_ key)') : 'sandbox'}`,
     `Operator CLI: ${env.CONFORMANCE_BASE_URL ? 'not reachable (external deployment): tests that need the operator skipped' : 'yes (self-started)'}`,
-    `Webhooks: ${env.CONFORMANCE_BASE_URL ? (env.CONFORMANCE_RECEIVER_CA_DIR ? `receiver on ${env.CONFORMANCE_RECEIVER_HOST || '127.0.0.1'}, CA ${env.CONFORMANCE_RECEIVER_CA_DIR}` : 'no --ca-dir: delivery tests skipped') : 'own CA and receiver'}`,
+    `Webhooks: ${env.CONFORMANCE_BASE_URL ? (env.CONFORMANCE_RECEIVER_CA_DIR ? `receiver on ${env.CONFORMANCE_RECEIVER_HOST || '127.0.0.1'}, CA ${env.CONFORMANCE_RECEIVER_CA_DIR}; probed by one delivery before the tests` : 'no --ca-dir: delivery tests skipped') : 'own CA and receiver; probed by one delivery before the tests'}`,
     `Keys: ${
       !env.CONFORMANCE_BASE_URL
         ? 'made with the operator CLI'

@@ -9,6 +9,7 @@ import { REPO_ROOT } from './locate.ts';
 import { loadContract, type Contract, type ObservedResponse } from './contract.ts';
 import { closeReceivers, suiteCaDir } from './webhook-receiver.ts';
 import { skipBecause } from './skip.ts';
+import { probeWebhooks } from './webhooks.ts';
 
 /**
  * Resolves the deployments the suite runs against. With CONFORMANCE_BASE_URL it tests that one
@@ -293,6 +294,8 @@ class TargetHandle implements Target {
   private started: Started | undefined;
   private client: ApiClient | undefined;
   private starting: Promise<void> | undefined;
+  private probing: Promise<void> | undefined;
+  private probeFailure: string | undefined;
 
   constructor(private readonly definition: TargetDefinition) {}
 
@@ -320,8 +323,21 @@ class TargetHandle implements Target {
   get sandboxDelayMs() {
     return this.definition.sandboxDelayMs;
   }
-  get webhooks() {
-    return this.definition.webhooks;
+  /** The deployment's webhook settings, unavailable with the probe's reason when its probe found the receiver unreachable. */
+  get webhooks(): WebhookSettings {
+    const settings = this.definition.webhooks;
+    const failure = this.probeFailure;
+    if (settings.unavailable || !failure) return settings;
+    return {
+      unavailable: failure,
+      get caDir() {
+        return settings.caDir;
+      },
+      receiverHost: settings.receiverHost,
+      retryScheduleSeconds: settings.retryScheduleSeconds,
+      timeoutMs: settings.timeoutMs,
+      privateTargetsAllowed: settings.privateTargetsAllowed,
+    };
   }
   get api() {
     if (!this.client) throw new Error(`Target ${this.name} is not started`);
@@ -331,6 +347,24 @@ class TargetHandle implements Target {
   private get state(): Started {
     if (!this.started) throw new Error(`Target ${this.name} is not started`);
     return this.started;
+  }
+
+  /**
+   * Whether webhooks reach the suite's receiver, found out once per target by `probeWebhooks`
+   * (capability detection by trying, not by configuration): a failed probe becomes the skip reason
+   * of every webhook test. Only when the settings give it a CA to use.
+   */
+  ensureProbed(): Promise<void> {
+    this.probing ??= (async () => {
+      if (this.definition.webhooks.unavailable) {
+        console.log(`  Webhooks on ${this.name}: ${this.definition.webhooks.unavailable}`);
+        return;
+      }
+      const { unavailable, summary } = await probeWebhooks(this);
+      this.probeFailure = unavailable;
+      console.log(`  Webhooks on ${this.name}: ${summary}`);
+    })();
+    return this.probing;
   }
 
   /** Started once per run, however many test files use the target. */
@@ -727,6 +761,7 @@ export function forEachTarget(suite: (target: Target) => void): void {
       before(async function startTarget() {
         this.timeout(START_TIMEOUT_MS);
         await handle.ensureStarted();
+        await handle.ensureProbed();
       });
       suite(handle);
     });

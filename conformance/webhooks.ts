@@ -281,3 +281,52 @@ export function attemptWaitMs(target: Target, attempt: number): number {
 }
 
 export const finished = (delivery: Delivery) => delivery.status !== 'pending';
+
+// ---------------------------------------------------------------- can the deployment reach the receiver?
+
+/** The synthetic creator the probe makes: completed at creation, so its event is sent at once (section 2.6). */
+const PROBE_CREATOR = 'demo-yt-nano';
+
+/**
+ * Capability probe, run once per target before its tests: registers an endpoint at a fresh path of
+ * the suite's receiver, makes a synthetic verification (completed at once, so `verification.completed`
+ * is sent at once) and waits, with the deadline of a first attempt, for it to arrive. Resolves with
+ * why the webhook tests cannot run (to be their skip reason), or undefined when the delivery arrived.
+ * On a production key nothing can be made to send an event on demand, so nothing is probed.
+ */
+export async function probeWebhooks(target: Target): Promise<{ unavailable: string | undefined; summary: string }> {
+  if (target.mode !== 'sandbox') return { unavailable: undefined, summary: 'not probed (a production key cannot provoke an event)' };
+  const lender = await webhookLender(target);
+  const receiver = await webhookReceiver(target);
+  const path = receiver.newPath('probe');
+  const url = receiver.urlFor(path);
+  const as = { apiKey: lender.apiKey };
+  const registered = await target.api.post(WEBHOOKS_PATH, { ...as, json: { url, events: ['verification.completed'] } });
+  if (registered.status !== 201) {
+    const reason = `the deployment refused to register the suite's receiver ${url} (${registered.status} ${registered.text.slice(0, 300)})`;
+    return { unavailable: reason, summary: `unreachable: ${reason}` };
+  }
+  const webhook = registered.json as WebhookResource & { secret: string };
+  receiver.expectSignedWith(path, webhook.secret);
+  const timeoutMs = attemptWaitMs(target, 1);
+  try {
+    const created = await createVerification(target, { obligor_reference: PROBE_CREATOR, creator_platforms: ['youtube'] }, { apiKey: lender.apiKey });
+    assert.equal(created.status, 201, `${created.method} ${created.url}: ${created.text}`);
+    const started = Date.now();
+    try {
+      await receiver.waitForCount(path, 1, timeoutMs);
+      return { unavailable: undefined, summary: `reachable (receiver ${receiver.origin}; the probe's event arrived in ${Date.now() - started} ms)` };
+    } catch {
+      // What the deployment says about its attempt, if it logged one: the reason a QA engineer needs.
+      const log = await target.api.get(`${WEBHOOKS_PATH}/${encodeURIComponent(webhook.webhook_id)}/deliveries`, as);
+      const attempts = log.status === 200 ? (log.json as DeliveryList).data.flatMap((d) => d.attempts) : [];
+      const said = [...new Set(attempts.map((a) => a.error ?? `HTTP ${a.status_code}`))].join('; ') || 'no attempt logged';
+      const reason =
+        `no webhook reached the suite's receiver ${url} within ${timeoutMs} ms of a synthetic verification (the deployment's attempts: ${said}); ` +
+        "the deployment must reach --receiver-host and trust --ca-dir's ca.pem (NODE_EXTRA_CA_CERTS)";
+      return { unavailable: reason, summary: `unreachable: ${reason}` };
+    }
+  } finally {
+    await target.api.request('DELETE', `${WEBHOOKS_PATH}/${encodeURIComponent(webhook.webhook_id)}`, as);
+  }
+}

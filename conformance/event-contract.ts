@@ -67,6 +67,8 @@ export interface TransitionRow {
   trigger: string;
   to: string;
   emits: string | null;
+  /** A move to `failed`: the reasons it may set; its event's `reason` names the move. */
+  reasons?: string[];
 }
 
 export async function transitionRows(): Promise<TransitionRow[]> {

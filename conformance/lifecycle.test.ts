@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { loadContract } from './contract.ts';
 import { covers } from './matrix.ts';
 import { forEachTarget, requireSandbox, type ApiResponse, type Target } from './harness.ts';
-import { assertEventRequest, movesAlong, type ReceivedEvent, type TransitionRow } from './event-contract.ts';
+import { assertEventRequest, movesAlong, type EventPayload, type ReceivedEvent, type TransitionRow } from './event-contract.ts';
 import { attemptWaitMs, WEBHOOKS_PATH, webhookReceiver, type WebhookResource } from './webhooks.ts';
 import type { WebhookReceiver } from './webhook-receiver.ts';
 import {
@@ -32,6 +32,7 @@ interface Row {
   trigger: string;
   to: string;
   emits: string | null;
+  reasons?: string[];
 }
 
 const rowKey = (row: Pick<Row, 'from' | 'trigger' | 'to'>) => `${row.from ?? '(creation)'} -[${row.trigger}]-> ${row.to}`;
@@ -201,17 +202,24 @@ function howShown(row: TransitionRow, seen: Walk, rows: TransitionRow[]): string
   const at = states.indexOf(row.from);
   if (at >= 0 && states[at + 1] === row.to) return 'the status endpoint';
   const moves = rows.filter((candidate) => candidate.from !== null);
-  const onlyOn = (event: string, holds: (candidate: TransitionRow) => boolean) => {
-    const emitting = moves.filter((candidate) => candidate.emits === event);
-    return emitting.length > 0 && emitting.every(holds);
+  // The rows that could have sent an event: those emitting its name and, where a row lists the
+  // reasons it sets, only those listing the event's reason (verification.failed leaves processing
+  // or pending_consent, and its reason says which).
+  const sendersOf = (event: EventPayload) =>
+    moves.filter(
+      (candidate) => candidate.emits === event.event && (!candidate.reasons || (event.reason !== undefined && candidate.reasons.includes(event.reason))),
+    );
+  const onlyOn = (event: EventPayload, holds: (candidate: TransitionRow) => boolean) => {
+    const senders = sendersOf(event);
+    return senders.length > 0 && senders.every(holds);
   };
-  const events = seen.events?.map((event) => event.payload.event) ?? [];
+  const events = seen.events?.map((event) => event.payload) ?? [];
   const after = at < 0 ? [] : states.slice(at + 1);
-  if (row.emits && events.includes(row.emits) && states.at(-1) === row.to && onlyOn(row.emits, (c) => c.from === row.from && c.to === row.to)) {
-    return `the ${row.emits} event`;
-  }
+  const own = events.find((event) => event.event === row.emits && onlyOn(event, (c) => c.from === row.from && c.to === row.to));
+  if (own && states.at(-1) === row.to) return `the ${own.event} event`;
   const leaving = events.find((event) => onlyOn(event, (c) => c.from === row.to));
-  if (leaving && at >= 0 && after.length > 0) return `the ${leaving} event, sent only on a move out of ${row.to}`;
+  if (leaving && at >= 0 && after.length > 0)
+    return `the ${leaving.event} event${leaving.reason ? ` (${leaving.reason})` : ''}, sent only on a move out of ${row.to}`;
   if (seen.events === undefined && at >= 0 && after.length > 0 && moves.filter((c) => c.to === after[0]).every((c) => c.from === row.to)) {
     return `${after[0]}, which the table reaches only from ${row.to}`;
   }

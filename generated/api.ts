@@ -453,7 +453,9 @@ export interface components {
          * @description State of the verification (section 3). Clients must tolerate new values (section 9.4):
          *     `cancelled` was added with `POST /verifications/{verification_id}/cancel`. The allowed moves
          *     are listed in `x-transitions`; nothing leaves `completed`, `failed`, `expired` or
-         *     `cancelled`, and each move that names an event emits it to the subscribed webhooks.
+         *     `cancelled`, and each move that names an event emits it to the subscribed webhooks. A
+         *     move to `failed` lists the `failure_reason` values it may set (`reasons`): a
+         *     `verification.failed` event's `reason` says which move it announces.
          * @enum {string}
          */
         VerificationStatus: "pending_consent" | "processing" | "completed" | "failed" | "expired" | "cancelled";

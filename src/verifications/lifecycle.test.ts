@@ -229,6 +229,20 @@ for (const factory of testDatabases()) {
       assert.equal((await get(v.verification_id)).body.status, 'completed');
     });
 
+    it("refuses a failure whose reason is not its row's (the event's reason names the move), changing nothing", async () => {
+      const { body: v } = await create({ obligor_reference: 'a-real-creator', creator_platforms: ['youtube'] });
+      for (const reason of ['timeout', undefined] as const) {
+        await assert.rejects(
+          service.verifications.transaction(async (store) => {
+            const record = (await store.lock(v.verification_id))!;
+            await moveVerification(store, record, 'consent_declined', { at: clock.now(), reason });
+          }),
+          /consent_declined to failed with reason/,
+        );
+      }
+      assert.equal((await get(v.verification_id)).body.status, 'pending_consent');
+    });
+
     it('keeps another lender out of every verification endpoint', async () => {
       const { body: v } = await create({ obligor_reference: 'demo-stripe-micro', creator_platforms: ['stripe'] });
       assert.equal((await get(v.verification_id, otherKey)).status, 404);

@@ -32,6 +32,8 @@ export interface Transition {
   to: VerificationStatus;
   /** The event the move emits, in the same transaction (D11, D14). */
   emits: TransitionEventName | null;
+  /** A move to `failed`: the reasons it may set, and only those (its event's `reason` names the move). */
+  reasons?: readonly FailureReason[];
   /** What the description says happens on this move; shown by the conformance suite. */
   description: string;
 }
@@ -64,6 +66,7 @@ export const TRANSITIONS: readonly Transition[] = [
     trigger: 'collection_failed',
     to: 'failed',
     emits: 'verification.failed',
+    reasons: ['platform_error', 'consent_revoked', 'timeout'],
     description: 'platform error, consent revoked before fetch, or processing window exceeded',
   },
   { from: 'pending_consent', trigger: 'consent_expired', to: 'expired', emits: 'verification.expired', description: '7 days pass without consent' },
@@ -79,6 +82,7 @@ export const TRANSITIONS: readonly Transition[] = [
     trigger: 'consent_declined',
     to: 'failed',
     emits: 'verification.failed',
+    reasons: ['consent_declined'],
     description: 'the creator declines on the consent page: reason consent_declined, nothing is read',
   },
 ];

@@ -582,6 +582,10 @@ export async function moveVerification(
 ): Promise<Transition> {
   const transition = findTransition(verification?.status ?? null, trigger);
   if (!transition) throw new IllegalTransition(verification?.status ?? null, trigger);
+  // A failure carries one of its row's reasons, or the row's event would announce another move.
+  if (transition.to === 'failed' && !(change.reason && transition.reasons?.includes(change.reason))) {
+    throw new Error(`move ${trigger} to failed with reason ${change.reason ?? 'none'}, not one of ${transition.reasons?.join(', ') ?? 'none'}`);
+  }
   const subject = verification ?? change.subject!;
   const at = change.at.toISOString();
   if (change.tape) await store.saveTape(subject, change.tape, at);

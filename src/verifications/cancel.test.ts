@@ -134,7 +134,7 @@ for (const factory of testDatabases()) {
       const page = await request(service.app).get(consentPath(v.consent_url));
       assert.equal(page.status, 410);
       assert.match(page.headers['content-type'] ?? '', /text\/html/);
-      assert.match(page.text, /withdrew this verification request/);
+      assert.match(page.text, /The lender withdrew this request/);
       assert.match(page.text, /Northwind &lt;Capital&gt;/, 'the lender name is escaped');
       assert.doesNotMatch(page.text, /connect\/|<form|<button/i);
       const connect = await request(service.app)

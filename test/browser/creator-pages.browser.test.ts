@@ -238,7 +238,7 @@ describe('creator pages in a real browser: decline, outcomes, provider denial, p
         .knex('verifications')
         .where({ id: verification.verification_id })
         .update({ ...fields, updated_at: new Date().toISOString() });
-      pages.push({ name, url: verification.consent_url, h1, status: name === 'expired' ? 410 : 200 });
+      pages.push({ name, url: verification.consent_url, h1, status: name === 'expired' || name === 'cancelled' ? 410 : 200 });
     }
     const sandboxed = await createVerification(sandbox, ['youtube']);
     pages.push({ name: 'sandbox-provider', url: `${sandboxed.consent_url}/sandbox/youtube`, h1: 'YouTube sign-in (sandbox simulation)', status: 200 });

@@ -22,7 +22,20 @@ const GRACE_MS = 8000;
 const SLOW_UPLOADS = 3;
 const SLOW_UPLOAD_MS = 1200;
 
-type Outcome = { kind: 'answered'; status: number } | { kind: 'refused' } | { kind: 'failed'; error: string; startedBeforeSigterm: boolean };
+type Outcome = { kind: 'answered'; status: number; retried?: true } | { kind: 'refused' } | { kind: 'failed'; error: string; startedBeforeSigterm: boolean };
+
+/**
+ * The connection closed under a request that was sent after the signal: the server had closed it as
+ * idle while the request was on its way. No response began, so a client may send it again on a new
+ * connection (RFC 9112, 9.3.1; a creation carries its Idempotency-Key, D1), and the retry must then be
+ * answered or refused. A request already in flight at the signal gets no such allowance.
+ */
+function isClosedUnsent(error: unknown): boolean {
+  for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.code === 'ECONNRESET' || e.code === 'EPIPE' || e.code === 'UND_ERR_SOCKET') return true;
+  }
+  return false;
+}
 
 function isRefusal(error: unknown): boolean {
   for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) if (e.code === 'ECONNREFUSED') return true;
@@ -70,25 +83,39 @@ describe('chaos: SIGTERM to a separate server under load', function () {
     const client = async (n: number) => {
       for (let i = 0; ; i++) {
         const startedAt = Date.now();
-        try {
-          const creates = (n + i) % 3 === 0;
+        const creates = (n + i) % 3 === 0;
+        const send = async () => {
           const response = await pool.request({
             method: creates ? 'POST' : 'GET',
             path: creates ? '/api/v1/verifications' : i % 2 ? `/api/v1/verifications/${id}` : `/api/v1/verifications/${id}/tape`,
-            headers: creates ? { ...headers, 'idempotency-key': randomUUID() } : headers,
+            headers: creates ? { ...headers, 'idempotency-key': idempotencyKey } : headers,
             body: creates ? createBody() : undefined,
           });
           const text = await response.body.text();
           assert.ok(response.statusCode === 200 || response.statusCode === 201, `${response.statusCode} ${text}`);
           JSON.parse(text);
-          outcomes.push({ kind: 'answered', status: response.statusCode });
-        } catch (error) {
-          if (isRefusal(error)) {
-            outcomes.push({ kind: 'refused' });
-            return;
+          return response.statusCode;
+        };
+        const idempotencyKey = randomUUID();
+        let retried = false;
+        for (;;) {
+          try {
+            const status = await send();
+            outcomes.push(retried ? { kind: 'answered', status, retried: true } : { kind: 'answered', status });
+            break;
+          } catch (error) {
+            if (isRefusal(error)) {
+              outcomes.push({ kind: 'refused' });
+              return;
+            }
+            if (!retried && startedAt >= sigtermAt && isClosedUnsent(error)) {
+              retried = true;
+              continue;
+            }
+            outcomes.push({ kind: 'failed', error: String((error as { code?: string }).code ?? error), startedBeforeSigterm: startedAt < sigtermAt });
+            if (Date.now() > sigtermAt) return;
+            break;
           }
-          outcomes.push({ kind: 'failed', error: String((error as { code?: string }).code ?? error), startedBeforeSigterm: startedAt < sigtermAt });
-          if (Date.now() > sigtermAt) return;
         }
       }
     };
@@ -136,9 +163,10 @@ describe('chaos: SIGTERM to a separate server under load', function () {
     const failed = outcomes.filter((o) => o.kind === 'failed');
     const answered = outcomes.filter((o) => o.kind === 'answered').length;
     const refused = outcomes.filter((o) => o.kind === 'refused').length;
+    const retried = outcomes.filter((o) => o.kind === 'answered' && o.retried).length;
     console.log(
-      `      ${answeredBeforeSigterm} answered before SIGTERM, ${answered - answeredBeforeSigterm} after it, ${refused} refused before sending, ` +
-        `${failed.length} failed; exit ${tookMs} ms after SIGTERM`,
+      `      ${answeredBeforeSigterm} answered before SIGTERM, ${answered - answeredBeforeSigterm} after it (${retried} after a retry of a request sent on a connection closed as idle), ` +
+        `${refused} refused before sending, ${failed.length} failed; exit ${tookMs} ms after SIGTERM`,
     );
     assert.deepEqual(failed, [], 'requests failed instead of being answered or refused');
     assert.ok(answered > answeredBeforeSigterm, 'no request was in flight at the signal');

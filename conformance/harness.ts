@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from './locate.ts';
+import { SERVICE_ENV_NAMES } from './service-env.ts';
 import { loadContract, type Contract, type ObservedResponse } from './contract.ts';
 import { closeReceivers, suiteCaDir } from './webhook-receiver.ts';
 import { skipBecause } from './skip.ts';
@@ -385,27 +386,6 @@ class TargetHandle implements Target {
 }
 
 // ---------------------------------------------------------------- self-started service
-
-/** The service's configuration variables (D22 and src/platform/config.ts), none inherited from the caller's shell. */
-const SERVICE_ENV_NAMES = [
-  'PORT',
-  'HOST',
-  'DATABASE_URL',
-  'SERVICE_MODE',
-  'DEMO_API_KEY',
-  'PUBLIC_BASE_URL',
-  'LOG_LEVEL',
-  'WEBHOOK_ALLOW_PRIVATE_TARGETS',
-  'WEBHOOK_RETRY_SCHEDULE',
-  'WEBHOOK_TIMEOUT_MS',
-  'SANDBOX_COMPLETE_DELAY_MS',
-  'ENCRYPTION_KEY',
-  'TRUST_PROXY',
-  'SHUTDOWN_GRACE_MS',
-  'VALIDATE_RESPONSES',
-  // Not the service's own, but it decides which receivers it trusts (D16).
-  'NODE_EXTRA_CA_CERTS',
-];
 
 function serviceEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };

@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { SERVICE_ENV_NAMES as HARNESS_SERVICE_ENV_NAMES } from '../conformance/service-env.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const run = promisify(execFile);
@@ -55,8 +56,9 @@ export const MUTANTS: Mutant[] = [
     id: 'signature-over-reserialised-json',
     defect: 'webhook signature computed over re-serialised JSON, not the bytes sent',
     file: 'src/webhooks/delivery-worker.ts',
-    find: "'x-service-signature': signWebhookBody(delivery.body, secret),",
-    replace: "'x-service-signature': signWebhookBody(JSON.stringify(JSON.parse(String(delivery.body)), null, 1), secret),",
+    find: "'x-service-signature': signWebhookBodyWith(body, signingSecrets(this.options.encryptionKey, endpoint, at)),",
+    replace:
+      "'x-service-signature': signWebhookBodyWith(JSON.stringify(JSON.parse(String(body)), null, 1), signingSecrets(this.options.encryptionKey, endpoint, at)),",
     grep: 'events to subscribed endpoints',
   },
   {
@@ -158,25 +160,7 @@ export const MUTANTS: Mutant[] = [
 ];
 
 /** The service's variables, none inherited from the calling shell (as the suite's own harness does). */
-const SERVICE_ENV_NAMES = [
-  'PORT',
-  'HOST',
-  'DATABASE_URL',
-  'SERVICE_MODE',
-  'DEMO_API_KEY',
-  'PUBLIC_BASE_URL',
-  'LOG_LEVEL',
-  'WEBHOOK_ALLOW_PRIVATE_TARGETS',
-  'WEBHOOK_RETRY_SCHEDULE',
-  'WEBHOOK_TIMEOUT_MS',
-  'SANDBOX_COMPLETE_DELAY_MS',
-  'ENCRYPTION_KEY',
-  'TRUST_PROXY',
-  'SHUTDOWN_GRACE_MS',
-  'VALIDATE_RESPONSES',
-  'NODE_EXTRA_CA_CERTS',
-  'TEST_POSTGRES_URL',
-];
+const SERVICE_ENV_NAMES = [...HARNESS_SERVICE_ENV_NAMES, 'TEST_POSTGRES_URL'];
 const SANDBOX_DELAY_MS = '1000';
 const RETRY_SCHEDULE = '0,1,2';
 const WEBHOOK_TIMEOUT_MS = '2000';

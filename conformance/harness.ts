@@ -131,6 +131,8 @@ class Pacer {
 export interface ApiResponse extends ObservedResponse {
   method: string;
   url: string;
+  /** The body as received, before any decoding: what a signature over the body covers. */
+  bytes: Uint8Array;
 }
 
 /**
@@ -169,14 +171,15 @@ export class ApiClient {
       body !== undefined && (method === 'GET' || method === 'HEAD')
         ? await requestWithBody(url, method, headers, body)
         : await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-    const text = await raw.text();
+    const bytes = new Uint8Array(await raw.arrayBuffer());
+    const text = new TextDecoder().decode(bytes);
     let json: unknown;
     try {
       json = text === '' ? undefined : JSON.parse(text);
     } catch {
       json = undefined;
     }
-    const response: ApiResponse = { method, url, status: raw.status, headers: raw.headers, text, json };
+    const response: ApiResponse = { method, url, status: raw.status, headers: raw.headers, text, json, bytes };
     this.contract.assertConforms(method, url, response);
     return response;
   }
@@ -208,7 +211,7 @@ async function requestWithBody(
   method: string,
   headers: Record<string, string>,
   body: string | Uint8Array,
-): Promise<{ status: number; headers: Headers; text(): Promise<string> }> {
+): Promise<{ status: number; headers: Headers; arrayBuffer(): Promise<ArrayBuffer> }> {
   const { request } = url.startsWith('https:') ? await import('node:https') : await import('node:http');
   return new Promise((resolve, reject) => {
     const outgoing = request(
@@ -223,8 +226,9 @@ async function requestWithBody(
           for (const [name, value] of Object.entries(incoming.headers)) {
             for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) received.append(name, one);
           }
-          const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: incoming.statusCode ?? 0, headers: received, text: () => Promise.resolve(text) });
+          const body = Buffer.concat(chunks);
+          const copy = body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength);
+          resolve({ status: incoming.statusCode ?? 0, headers: received, arrayBuffer: () => Promise.resolve(copy) });
         });
       },
     );

@@ -70,6 +70,10 @@ export interface paths {
          *     JSON Schema. A verification that is not `completed` gives `404 not_found` naming its status.
          *     A tape whose product type did not exist at the requested version (types added in `2.0.0`
          *     rendered at `1.x`) gives `422 unprocessable`.
+         *
+         *     Every tape response is signed: `X-Tape-Signature` is a detached JWS over the exact bytes of
+         *     the body, verifiable offline with the keys of `GET /.well-known/jwks.json` (P26). Verify the
+         *     bytes as received, before parsing: re-serialising the JSON changes them.
          */
         get: operations["getVerificationTape"];
         put?: never;
@@ -373,6 +377,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Public keys that verify Risk Tape signatures
+         * @description The JSON Web Key Set (RFC 7517) of the keys that sign Risk Tapes (`X-Tape-Signature` of
+         *     `GET /api/v1/verifications/{verification_id}/tape`). Each key's `kid` (its RFC 7638
+         *     thumbprint) is the one named in a signature's protected header. After the operator rotates,
+         *     the new key signs and the earlier keys stay in this set until the operator retires them, so
+         *     tapes signed before a rotation still verify. Cacheable for five minutes: a verifier that
+         *     meets an unknown `kid` fetches the set again. Public: needs no key and is not rate limited.
+         */
+        get: operations["getTapeSigningKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -665,6 +694,24 @@ export interface components {
             affordability?: components["schemas"]["Affordability"];
             jurisdiction_profile?: components["schemas"]["JurisdictionProfile"];
             overlay_blocks?: components["schemas"]["OverlayBlock"][];
+        };
+        JsonWebKeySet: {
+            keys: components["schemas"]["TapeSigningKey"][];
+        };
+        /** @description A public P-256 key (RFC 7518, section 6.2) that verifies ES256 tape signatures. */
+        TapeSigningKey: {
+            /** @enum {string} */
+            kty: "EC";
+            /** @enum {string} */
+            crv: "P-256";
+            x: string;
+            y: string;
+            /** @description Key id, the RFC 7638 JWK thumbprint (SHA-256) of the public key. */
+            kid: string;
+            /** @enum {string} */
+            alg: "ES256";
+            /** @enum {string} */
+            use: "sig";
         };
         OverlayCreateRequest: {
             type: components["schemas"]["OverlayType"];
@@ -1350,6 +1397,15 @@ export interface components {
          * @example 12
          */
         "Retry-After": number;
+        /**
+         * @description Detached compact JWS (RFC 7515, Appendix F) over the exact bytes of the response body:
+         *     `<protected header>..<signature>`, the payload part left empty. The protected header names
+         *     `alg` (`ES256`) and `kid`, a key of `GET /.well-known/jwks.json`. To verify, put the
+         *     base64url of the received body bytes between the two dots and verify the resulting compact
+         *     JWS with that key (any JOSE library; see docs/signed-tapes.md).
+         * @example eyJhbGciOiJFUzI1NiIsImtpZCI6InlZcXpMZ0xUV0N2cGNzRGt4M0U4cDFwcDFmSzNqQ2l6S3hUX0xaeUdmV2cifQ..TZm6rTkgzbfq3oF3bwrw2TmOlwAq6ZJbpHv2bMEdOqGuCUw1Vd8Df5hPj7QbQ8Q6zU0u1FJ7o3yvG7wF2XnmKg
+         */
+        "X-Tape-Signature": string;
         /** @description `true` when this response replays the original answer to the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
     };
@@ -1497,9 +1553,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The Risk Tape. */
+            /** @description The Risk Tape, signed (`X-Tape-Signature` covers the exact bytes of this body). */
             200: {
                 headers: {
+                    "X-Tape-Signature": components["headers"]["X-Tape-Signature"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -2042,6 +2099,30 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTapeSigningKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The public keys of every signing key not retired, the signing key first. */
+            200: {
+                headers: {
+                    /** @description `public, max-age=300`: keys change only by rotation, which verifiers follow by fetching the set again on an unknown `kid`. */
+                    "Cache-Control": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalError"];
         };
     };
     getHealth: {

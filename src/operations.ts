@@ -8,6 +8,8 @@ import { getVerification } from './verifications/http/getVerification.ts';
 import { getVerificationTape } from './verifications/http/getVerificationTape.ts';
 import { listVerifications } from './verifications/http/listVerifications.ts';
 import { getBenchmark } from './benchmarks/http/getBenchmark.ts';
+import { getTapeSigningKeys } from './signing/http/getTapeSigningKeys.ts';
+import type { TapeSigner } from './signing/tape-signer.ts';
 import type { PeerBenchmarkDeps } from './benchmarks/peer-benchmark.ts';
 import type { DataSubjectDeps } from './gdpr/data-subject-requests.ts';
 import { gdprAccess } from './gdpr/http/gdprAccess.ts';
@@ -33,6 +35,7 @@ export interface HandlerDeps {
   webhooks: webhookHandlers.WebhookHandlerDeps;
   dataSubjects: DataSubjectDeps;
   benchmarks: PeerBenchmarkDeps;
+  tapeSigner: Pick<TapeSigner, 'sign' | 'publicKeys'>;
   isDatabaseReachable: () => Promise<boolean>;
 }
 
@@ -43,7 +46,7 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     createVerification: createVerification(deps.lifecycle),
     listVerifications: listVerifications(deps.lifecycle),
     getVerification: getVerification(deps.lifecycle),
-    getVerificationTape: getVerificationTape(deps.lifecycle),
+    getVerificationTape: getVerificationTape(deps.lifecycle, (bytes) => deps.tapeSigner.sign(bytes)),
     createOverlay: createOverlay(deps.lifecycle),
     cancelVerification: cancelVerification(deps.lifecycle),
     createWebhook: webhookHandlers.createWebhook(deps.webhooks),
@@ -55,6 +58,7 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     listWebhookDeliveries: webhookHandlers.listWebhookDeliveries(deps.webhooks),
     replayWebhookDelivery: webhookHandlers.replayWebhookDelivery(deps.webhooks),
     getBenchmark: getBenchmark(deps.benchmarks),
+    getTapeSigningKeys: getTapeSigningKeys({ publicKeys: () => deps.tapeSigner.publicKeys() }),
     gdprAccess: gdprAccess(deps.dataSubjects),
     gdprExport: gdprExport(deps.dataSubjects),
     gdprErase: gdprErase(deps.dataSubjects),

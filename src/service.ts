@@ -36,6 +36,8 @@ import { deliverEventsToWebhooks } from './webhooks/deliveries.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
 import { createGuardedDispatcher } from './webhooks/target-guard.ts';
 import { WebhooksRepository } from './webhooks/webhooks-repository.ts';
+import { SigningKeysRepository } from './signing/signing-keys-repository.ts';
+import { ensureSigningKey, TapeSigner } from './signing/tape-signer.ts';
 
 export interface Service {
   app: Express;
@@ -49,6 +51,7 @@ export interface Service {
   rateLimits: RateLimits;
   /** `GET /metrics` for the metrics listener; null when METRICS_PORT is unset. */
   metrics: RequestListener | null;
+  tapeSigner: TapeSigner;
   close(): Promise<void>;
 }
 
@@ -62,7 +65,7 @@ export interface ServiceOptions {
  * Production refuses to start without ENCRYPTION_KEY (config); a sandbox generates one on first
  * start and keeps it in the database so every process and restart shares it (D22).
  */
-async function resolveEncryptionKey(config: Config, accounts: AccountsRepository): Promise<Buffer> {
+export async function resolveEncryptionKey(config: Pick<Config, 'encryptionKey'>, accounts: AccountsRepository): Promise<Buffer> {
   if (config.encryptionKey) return config.encryptionKey;
   const stored = await accounts.initialiseSetting('sandbox_encryption_key', randomBytes(32).toString('base64'));
   return Buffer.from(stored, 'base64');
@@ -134,6 +137,9 @@ export async function startService(config: Config, logger: Logger, options: Serv
     await once(accounts, 'sealed_consent_links', () => verifications.sealPlainConsentLinks());
     await once(accounts, 'encrypted_account_emails', () => consentRepository.protectPlainEmails((email) => protectEmail(encryptionKey, email)));
     await once(accounts, 'benchmarks_counted', () => countUncountedTapes(benchmarks));
+    const signingKeys = new SigningKeysRepository(db.knex);
+    await ensureSigningKey(signingKeys, encryptionKey, clock.now());
+    const tapeSigner = new TapeSigner({ keys: signingKeys, encryptionKey, now: () => clock.now() });
     const providers = configuredProviders(config.providers);
     const now = () => clock.now();
     const lifecycle = new VerificationLifecycle({
@@ -166,6 +172,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       },
       benchmarks: { lifecycle, benchmarks, reference: loadReferencePopulation(), now },
       dataSubjects: { lifecycle, consent: consentRepository, webhooks, audit: new GdprRepository(db.knex), revocation, encryptionKey, now },
+      tapeSigner,
       isDatabaseReachable: () => db.isReachable(),
     });
     const rateLimits = new RateLimits(db);
@@ -207,6 +214,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       verifications,
       rateLimits,
       metrics,
+      tapeSigner,
       async close() {
         await jobs.stop();
         await deliveries.stop();

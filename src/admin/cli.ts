@@ -4,34 +4,17 @@ import * as admin from '../accounts/lender-admin.ts';
 import { GdprRepository } from '../gdpr/gdpr-repository.ts';
 import { ConfigError, loadConfig } from '../platform/config.ts';
 import { openDatabase, type Database } from '../platform/db/database.ts';
-import { adminContext } from '../service.ts';
+import { adminContext, resolveEncryptionKey } from '../service.ts';
+import { SigningKeysRepository } from '../signing/signing-keys-repository.ts';
+import { SigningKeyError } from '../signing/tape-signer.ts';
+import { integer, print, withJson, type OutputOptions, type RunCommand } from './cli-support.ts';
+import { addSigningKeyCommands } from './signing-key-commands.ts';
 
 /**
  * The operator CLI of D23: `npm run admin -- <command>`. It uses the server's DATABASE_URL (and
  * SERVICE_MODE, which decides whether keys are sandbox `civ_test_` or production `civ_live_` keys)
  * and applies pending migrations first, so it works on a database the server never opened.
  */
-
-/** JSON output speaks the API's snake_case, whatever the internal names are. */
-function snakeCase(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(snakeCase);
-  if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]));
-}
-
-/** `--json`, which every command takes. */
-interface OutputOptions {
-  json?: boolean;
-}
-
-function print(options: OutputOptions, data: unknown, lines: () => string[]): void {
-  console.log(options.json ? JSON.stringify(snakeCase(data), null, 2) : lines().join('\n'));
-}
-
-const integer = (name: string) => (value: string) => {
-  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number`);
-  return Number(value);
-};
 
 function parseAssignments(pairs: string[]): Record<string, unknown> {
   return Object.fromEntries(
@@ -46,15 +29,14 @@ function parseAssignments(pairs: string[]): Record<string, unknown> {
   );
 }
 
-/** What the commands work with: the accounts' use cases, and the data-protection audit trail. */
-export type CliContext = admin.AdminContext & { gdprAudit: Pick<GdprRepository, 'list'> };
+export type { CliContext } from './cli-support.ts';
 
-export function buildCli(run: <T>(work: (ctx: CliContext) => Promise<T>) => Promise<T>): Command {
+export function buildCli(run: RunCommand): Command {
   const program = new Command('admin')
     .description('Operator commands for lender accounts, API keys, plans, policies and IP allowlists.')
     .exitOverride()
     .showHelpAfterError();
-  const json = (command: Command) => command.option('--json', 'machine-readable output');
+  const json = withJson;
 
   const lender = program.command('lender').description('lender accounts');
   json(lender.command('create').description('create a lender account'))
@@ -147,23 +129,30 @@ export function buildCli(run: <T>(work: (ctx: CliContext) => Promise<T>) => Prom
             ),
       );
     });
+  addSigningKeyCommands(program, run);
   return program;
 }
 
 async function main(argv: string[]): Promise<number> {
   let db: Database | undefined;
-  const run = async <T>(work: (ctx: CliContext) => Promise<T>): Promise<T> => {
+  const run: RunCommand = async (work) => {
     const config = loadConfig();
     db = openDatabase(config.databaseUrl);
     await db.migrate();
-    return work({ ...adminContext(config, new AccountsRepository(db.knex)), gdprAudit: new GdprRepository(db.knex) });
+    const accounts = new AccountsRepository(db.knex);
+    return work({
+      ...adminContext(config, accounts),
+      gdprAudit: new GdprRepository(db.knex),
+      signingKeys: new SigningKeysRepository(db.knex),
+      encryptionKey: () => resolveEncryptionKey(config, accounts),
+    });
   };
   try {
     await buildCli(run).parseAsync(argv, { from: 'user' });
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
-    if (error instanceof admin.AdminError || error instanceof ConfigError || error instanceof InvalidArgumentError) {
+    if (error instanceof admin.AdminError || error instanceof SigningKeyError || error instanceof ConfigError || error instanceof InvalidArgumentError) {
       console.error(`error: ${error.message}`);
       return 2;
     }

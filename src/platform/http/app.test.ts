@@ -161,6 +161,21 @@ describe('HTTP app error handling', () => {
     assert.equal(response.body.error, 'internal_error');
   });
 
+  it('sends a pre-serialised body byte for byte, and still validates its value', async () => {
+    // Spacing Express would never write: what arrives is the handler's bytes, not a serialisation of the value.
+    const serialized = '{ "status" : "ok" }';
+    const app = build({ getHealth: async () => ({ status: 200, body: { status: 'ok' }, serialized }) });
+    const response = await request(app).get('/healthz');
+    assert.equal(response.status, 200);
+    assert.equal(response.text, serialized);
+    assert.match(response.headers['content-type'] ?? '', /application\/json/);
+
+    const breaksContract = async () => ({ status: 200, body: { status: 'fine' }, serialized: '{"status":"fine"}' });
+    const refused = await request(build({ getHealth: breaksContract as unknown as OperationHandler<'getHealth'> })).get('/healthz');
+    assert.equal(refused.status, 500);
+    assert.equal(refused.body.error, 'internal_error');
+  });
+
   it('answers operations without a handler with 503 naming the operation', async () => {
     const app = build({});
     const response = await request(app).get('/api/v1/webhooks').auth('civ_test_AnyWellFormedKey0000000000', { type: 'bearer' });

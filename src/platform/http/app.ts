@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import express, { type Express, type RequestHandler, type Router } from 'express';
+import express, { type Express, type RequestHandler, type Response, type Router } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
@@ -55,7 +55,22 @@ function refuseLoneSurrogates(key: string, value: unknown): unknown {
 }
 
 /** Any operation's handler, as the router sees it: which operation is known only at run time. */
-type RoutedHandler = (request: never) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>;
+type RoutedHandler = (request: never) => Promise<{ status: number; body?: unknown; headers?: Record<string, string>; serialized?: string }>;
+
+/**
+ * Sends a pre-serialised JSON body byte for byte. It still goes through `res.json`, where the
+ * response validator (when on) checks the value, but the send that follows gets the handler's
+ * bytes instead of Express's serialisation of the value. A validation failure answers with another
+ * status, whose body is left as it is.
+ */
+function sendSerialized(res: Response, status: number, value: unknown, serialized: string): void {
+  const send = res.send;
+  res.send = function (this: Response, chunk?: unknown) {
+    res.send = send;
+    return send.call(this, res.statusCode === status ? serialized : chunk);
+  };
+  res.json(value);
+}
 
 /**
  * The validator coerces integer query parameters with JavaScript's number rules, so `Infinity`,
@@ -93,6 +108,7 @@ function adapt(operation: ApiOperation, handler: RoutedHandler): RequestHandler 
     for (const [name, value] of Object.entries(response.headers ?? {})) res.setHeader(name, value);
     res.status(response.status);
     if (response.body === undefined) res.end();
+    else if (response.serialized !== undefined) sendSerialized(res, response.status, response.body, response.serialized);
     else res.json(response.body);
   };
 }

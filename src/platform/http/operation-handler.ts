@@ -36,11 +36,15 @@ type BodyOf<R> = R extends { content: infer Content } ? Content[keyof Content] :
  * not returned.
  */
 export type OperationResponse<Op extends OperationId = OperationId> = {
-  [Status in keyof Responses<Op> & (200 | 201 | 202 | 204)]: { status: Status; headers?: Record<string, string> } & (BodyOf<
-    Responses<Op>[Status]
-  > extends undefined
-    ? { body?: undefined }
-    : { body: BodyOf<Responses<Op>[Status]> });
+  [Status in keyof Responses<Op> & (200 | 201 | 202 | 204)]: {
+    status: Status;
+    headers?: Record<string, string>;
+    /**
+     * The body already serialised, sent byte for byte instead of serialising `body` (which it must
+     * be the JSON of): for a response whose exact bytes something else covers, such as a signature.
+     */
+    serialized?: string;
+  } & (BodyOf<Responses<Op>[Status]> extends undefined ? { body?: undefined } : { body: BodyOf<Responses<Op>[Status]> });
 }[keyof Responses<Op> & (200 | 201 | 202 | 204)];
 
 export type OperationHandler<Op extends OperationId = OperationId> = (request: OperationRequest<Op>) => Promise<OperationResponse<Op>>;

@@ -12,6 +12,7 @@ import * as benchmarks from './20261123_010_benchmarks.ts';
 import * as sealedConsentLinks from './20261123_011_sealed_consent_links.ts';
 import * as verificationList from './20261124_012_verification_list.ts';
 import * as webhookSecretRotation from './20261124_013_webhook_secret_rotation.ts';
+import * as tapeSigningKeys from './20261125_014_tape_signing_keys.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -30,6 +31,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261123_011_sealed_consent_links', sealedConsentLinks],
   ['20261124_012_verification_list', verificationList],
   ['20261124_013_webhook_secret_rotation', webhookSecretRotation],
+  ['20261125_014_tape_signing_keys', tapeSigningKeys],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
 import { AccountsRepository } from './accounts/accounts-repository.ts';
-import { ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
-import type { Config } from './platform/config.ts';
+import { deploymentModeOf, ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
+import { ConfigError, type Config } from './platform/config.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { openDatabase, type Database } from './platform/db/database.ts';
 import { listOperations, loadApiDocument } from './platform/http/api-document.ts';
@@ -100,6 +100,11 @@ export async function startService(config: Config, logger: Logger, options: Serv
   try {
     await db.migrate();
     const accounts = new AccountsRepository(db.knex, db.reader);
+    const databaseMode = await deploymentModeOf(accounts, config.mode);
+    if (databaseMode !== config.mode) {
+      // Its keys, its tapes and its creators belong to the other kind of deployment.
+      throw new ConfigError(`Invalid configuration: SERVICE_MODE is ${config.mode}, but this database belongs to a ${databaseMode} deployment`);
+    }
     const encryptionKey = await resolveEncryptionKey(config, accounts);
     if (config.mode === 'sandbox' && config.demoApiKey) {
       await ensureDemoAccount(adminContext(config, accounts, clock), config.demoApiKey);

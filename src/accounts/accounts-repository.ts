@@ -11,6 +11,7 @@ interface LenderRow {
   ip_allowlist: string;
   created_at: string;
   updated_at: string;
+  deactivated_at?: string | null;
 }
 
 interface KeyRow {
@@ -32,6 +33,7 @@ const toLender = (row: LenderRow): LenderAccount => ({
   ipAllowlist: JSON.parse(row.ip_allowlist) as string[],
   createdAt: row.created_at,
   updatedAt: row.updated_at,
+  deactivatedAt: row.deactivated_at ?? null,
 });
 
 const toKey = (row: KeyRow): ApiKeyRecord => ({
@@ -106,6 +108,17 @@ export class AccountsRepository {
       .merge(['overrides', 'updated_at']);
   }
 
+  /** Deactivates (a time) or reactivates (null) an account; false when there is no such account. */
+  async setLenderDeactivated(id: string, deactivatedAt: string | null, updatedAt: string): Promise<boolean> {
+    const updated = await this.knex('lender_accounts').where({ id }).update({ deactivated_at: deactivatedAt, updated_at: updatedAt });
+    return updated === 1;
+  }
+
+  async deletePolicy(lenderId: string, productType: string): Promise<boolean> {
+    const deleted = await this.knex('lender_policies').where({ lender_id: lenderId, product_type: productType }).delete();
+    return deleted > 0;
+  }
+
   async findPolicies(lenderId: string): Promise<Record<string, Record<string, unknown>>> {
     const rows = await this.knex('lender_policies').where({ lender_id: lenderId }).select('product_type', 'overrides');
     return Object.fromEntries(rows.map((row: { product_type: string; overrides: string }) => [row.product_type, JSON.parse(row.overrides)]));
@@ -140,7 +153,7 @@ export class AccountsRepository {
     return row ? toKey(row) : null;
   }
 
-  /** The principal behind an active key, in one indexed query; revoked keys resolve to nothing. */
+  /** The principal behind an active key, in one indexed query; revoked keys and deactivated accounts' keys resolve to nothing. */
   async findPrincipalByKeyHash(keyHash: string): Promise<Principal | null> {
     // Hand-written SQL: this runs on every request, and building it with the query builder cost
     // more CPU than the query itself.
@@ -148,7 +161,7 @@ export class AccountsRepository {
     const result = await this.reader.raw<Row[] | { rows: Row[] }>(
       `select k.id as key_id, k.role as key_role, k.rate_limit_per_minute as key_per_minute, k.rate_limit_burst as key_burst, l.*
        from api_keys k join lender_accounts l on l.id = k.lender_id
-       where k.key_hash = ? and k.revoked_at is null limit 1`,
+       where k.key_hash = ? and k.revoked_at is null and l.deactivated_at is null limit 1`,
       [keyHash],
     );
     const row = (Array.isArray(result) ? result : result.rows)[0];

@@ -111,7 +111,25 @@ export async function setPolicy(
   return merged;
 }
 
+/** The setting that records which kind of deployment a database belongs to. */
+export const DEPLOYMENT_MODE_SETTING = 'deployment_mode';
+
+/**
+ * The mode the database belongs to: recorded by the first server start or operator command that
+ * opens it, and never changed after. A database holds the keys of one kind of deployment only.
+ */
+export async function deploymentModeOf(accounts: Pick<AccountsRepository, 'initialiseSetting'>, mode: ServiceMode): Promise<ServiceMode> {
+  return (await accounts.initialiseSetting(DEPLOYMENT_MODE_SETTING, mode)) as ServiceMode;
+}
+
 export async function createKey(ctx: AdminContext, input: { lenderId: string; role: string }): Promise<{ apiKey: string; record: ApiKeyRecord }> {
+  const databaseMode = await deploymentModeOf(ctx.accounts, ctx.mode);
+  if (databaseMode !== ctx.mode) {
+    // A key of the other kind would be refused on every request by the server of this database.
+    throw new AdminError(
+      `this database belongs to a ${databaseMode} deployment, which accepts only ${databaseMode === 'production' ? 'civ_live_' : 'civ_test_'} keys; run with SERVICE_MODE=${databaseMode}`,
+    );
+  }
   await requireLender(ctx, input.lenderId);
   const apiKey = generateApiKey(ctx.mode);
   const record: ApiKeyRecord = {
@@ -135,6 +153,49 @@ export async function revokeKey(ctx: AdminContext, keyId: string): Promise<ApiKe
   const record = await ctx.accounts.revokeKey(keyId, ctx.now().toISOString());
   if (!record) throw new AdminError(`No API key ${keyId}`);
   return record;
+}
+
+/** Stops every key of the account at once (their next request is 401), until reactivated. */
+export async function deactivateLender(ctx: AdminContext, id: string): Promise<LenderAccount> {
+  const lender = await requireLender(ctx, id);
+  if (lender.deactivatedAt) throw new AdminError(`Lender ${id} is already deactivated (since ${lender.deactivatedAt})`);
+  const now = ctx.now().toISOString();
+  await ctx.accounts.setLenderDeactivated(id, now, now);
+  return (await ctx.accounts.findLender(id))!;
+}
+
+/** Lets the account's keys that are not revoked work again. */
+export async function reactivateLender(ctx: AdminContext, id: string): Promise<LenderAccount> {
+  const lender = await requireLender(ctx, id);
+  if (!lender.deactivatedAt) throw new AdminError(`Lender ${id} is active`);
+  await ctx.accounts.setLenderDeactivated(id, null, ctx.now().toISOString());
+  return (await ctx.accounts.findLender(id))!;
+}
+
+/** The account's eligibility overrides, per product type (empty when it uses the defaults). */
+export async function showPolicies(ctx: AdminContext, id: string): Promise<Record<string, Record<string, unknown>>> {
+  await requireLender(ctx, id);
+  return ctx.accounts.findPolicies(id);
+}
+
+/**
+ * Removes overrides of one product type: the named ones, or all of them, so the defaults apply again
+ * to tapes computed from now on. Returns what is left.
+ */
+export async function clearPolicy(ctx: AdminContext, input: { id: string; productType: string; keys?: string[] }): Promise<Record<string, unknown>> {
+  await requireLender(ctx, input.id);
+  const current = (await ctx.accounts.findPolicies(input.id))[input.productType];
+  if (!current) throw new AdminError(`Lender ${input.id} has no overrides for ${input.productType}`);
+  if (!input.keys || input.keys.length === 0) {
+    await ctx.accounts.deletePolicy(input.id, input.productType);
+    return {};
+  }
+  const unknown = input.keys.filter((key) => !(key in current));
+  if (unknown.length > 0) throw new AdminError(`no override ${unknown.join(', ')} for ${input.productType}; set are: ${Object.keys(current).join(', ')}`);
+  const remaining = Object.fromEntries(Object.entries(current).filter(([key]) => !input.keys!.includes(key)));
+  if (Object.keys(remaining).length === 0) await ctx.accounts.deletePolicy(input.id, input.productType);
+  else await ctx.accounts.upsertPolicy(input.id, input.productType, remaining, ctx.now().toISOString());
+  return remaining;
 }
 
 export const DEMO_LENDER_ID = 'lnd_sandboxDemoLender0';

@@ -8,6 +8,7 @@ import { adminContext, resolveEncryptionKey } from '../service.ts';
 import { SigningKeysRepository } from '../signing/signing-keys-repository.ts';
 import { SigningKeyError } from '../signing/tape-signer.ts';
 import { integer, print, withJson, type OutputOptions, type RunCommand } from './cli-support.ts';
+import { addAccountCommands } from './account-commands.ts';
 import { addSigningKeyCommands } from './signing-key-commands.ts';
 
 /**
@@ -50,7 +51,11 @@ export function buildCli(run: RunCommand): Command {
   json(lender.command('list').description('list lender accounts')).action(async (options: OutputOptions) => {
     const accounts = await run((ctx) => ctx.accounts.listLenders());
     print(options, accounts, () =>
-      accounts.length === 0 ? ['No lender accounts.'] : accounts.map((a) => `${a.id}  ${a.plan.padEnd(10)} ${a.jurisdiction.padEnd(8)} ${a.name}`),
+      accounts.length === 0
+        ? ['No lender accounts.']
+        : accounts.map(
+            (a) => `${a.id}  ${a.plan.padEnd(10)} ${a.jurisdiction.padEnd(8)} ${a.name}${a.deactivatedAt ? `  (deactivated ${a.deactivatedAt})` : ''}`,
+          ),
     );
   });
   json(lender.command('set').description('change plan, jurisdiction, rate limit or IP allowlist'))
@@ -130,6 +135,7 @@ export function buildCli(run: RunCommand): Command {
       );
     });
   addSigningKeyCommands(program, run);
+  addAccountCommands(program, run);
   return program;
 }
 

@@ -20,6 +20,8 @@ export interface LenderAccount {
   ipAllowlist: string[];
   createdAt: string;
   updatedAt: string;
+  /** Set while the operator has deactivated the account: none of its keys authenticate. */
+  deactivatedAt?: string | null;
 }
 
 /** Resolved from the bearer key on every request, never from anything the client says. */

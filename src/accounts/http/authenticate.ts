@@ -29,7 +29,7 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
         throw unauthorized(`This is a ${deps.mode === 'production' ? 'sandbox' : 'production'} key; this deployment runs in ${deps.mode} mode.`);
       }
       const principal = await deps.accounts.findPrincipalByKeyHash(hashApiKey(key));
-      if (!principal) throw unauthorized('Unknown or revoked API key.');
+      if (!principal) throw unauthorized('Unknown or revoked API key, or its lender account is deactivated.');
       // The IP allowlist exists only in production (D10); the sandbox is open by design.
       if (deps.mode === 'production' && !isAllowed(req.ip, principal.lender.ipAllowlist)) {
         throw new ApiError('forbidden', "This address is not on the lender account's IP allowlist.");

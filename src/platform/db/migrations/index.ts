@@ -13,6 +13,7 @@ import * as sealedConsentLinks from './20261123_011_sealed_consent_links.ts';
 import * as verificationList from './20261124_012_verification_list.ts';
 import * as webhookSecretRotation from './20261124_013_webhook_secret_rotation.ts';
 import * as tapeSigningKeys from './20261125_014_tape_signing_keys.ts';
+import * as lenderDeactivation from './20261125_015_lender_deactivation.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -32,6 +33,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261124_012_verification_list', verificationList],
   ['20261124_013_webhook_secret_rotation', webhookSecretRotation],
   ['20261125_014_tape_signing_keys', tapeSigningKeys],
+  ['20261125_015_lender_deactivation', lenderDeactivation],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

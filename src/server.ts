@@ -51,6 +51,10 @@ async function main(): Promise<void> {
       `  OpenAPI:       ${base}/openapi.json`,
       ...(config.demoApiKey ? [`  Demo API key:  ${config.demoApiKey}  (public sandbox key, role lender)`] : []),
       `  Try:           curl -H "Authorization: Bearer ${config.demoApiKey ?? '<API_KEY>'}" ${base}/api/v1/verifications/vrf_unknown`,
+      ...service.unavailablePlatforms.map(
+        ({ platform, variables }) =>
+          `  WARNING:       ${platform} cannot be connected: ${variables.join(' and ')} not set (the consent page tells creators so)`,
+      ),
       '',
     ].join('\n'),
   );

@@ -39,6 +39,12 @@ import { WebhooksRepository } from './webhooks/webhooks-repository.ts';
 import { SigningKeysRepository } from './signing/signing-keys-repository.ts';
 import { ensureSigningKey, TapeSigner } from './signing/tape-signer.ts';
 
+/** What a production deployment needs to connect each platform. */
+const PLATFORM_CREDENTIALS = [
+  { platform: 'youtube', variables: ['GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET'] },
+  { platform: 'stripe', variables: ['STRIPE_CLIENT_ID', 'STRIPE_SECRET_KEY'] },
+] as const;
+
 export interface Service {
   app: Express;
   db: Database;
@@ -52,6 +58,8 @@ export interface Service {
   /** `GET /metrics` for the metrics listener; null when METRICS_PORT is unset. */
   metrics: RequestListener | null;
   tapeSigner: TapeSigner;
+  /** Production only: platforms without credentials, which creators cannot connect. */
+  unavailablePlatforms: ReadonlyArray<{ platform: string; variables: readonly string[] }>;
   close(): Promise<void>;
 }
 
@@ -146,6 +154,15 @@ export async function startService(config: Config, logger: Logger, options: Serv
     await ensureSigningKey(signingKeys, encryptionKey, clock.now());
     const tapeSigner = new TapeSigner({ keys: signingKeys, encryptionKey, now: () => clock.now() });
     const providers = configuredProviders(config.providers);
+    const unavailablePlatforms = config.mode === 'production' ? PLATFORM_CREDENTIALS.filter(({ platform }) => !providers[platform]) : [];
+    for (const { platform, variables } of unavailablePlatforms) {
+      // Started anyway, so that the other platform and the API keep working; the consent page tells
+      // creators this platform cannot be connected instead of failing when they click.
+      logger.warn(
+        { platform, missing: variables },
+        `PRODUCTION WITHOUT ${platform.toUpperCase()} CREDENTIALS: creators cannot connect ${platform}; set ${variables.join(' and ')}`,
+      );
+    }
     const now = () => clock.now();
     const lifecycle = new VerificationLifecycle({
       verifications,
@@ -220,6 +237,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       rateLimits,
       metrics,
       tapeSigner,
+      unavailablePlatforms,
       async close() {
         await jobs.stop();
         await deliveries.stop();

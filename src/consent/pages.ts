@@ -83,24 +83,35 @@ const backLink = (ctx: PageContext, m: Messages) => (ctx.token ? `<p><a href="${
 
 export function consentPage(
   ctx: PageContext & { token: string },
-  input: { verification: VerificationRecord; connections: Map<string, string>; notice?: string },
+  input: {
+    verification: VerificationRecord;
+    connections: Map<string, string>;
+    notice?: string;
+    /** Platforms this deployment cannot connect (a production service started without their credentials). */
+    unavailable?: ReadonlySet<Platform>;
+  },
 ): string {
   const { verification, connections, notice } = input;
+  const unavailable = input.unavailable ?? new Set<Platform>();
   const { m, lender, platform: name, date } = wordsFor(ctx);
   const token = ctx.token;
   const anyConnected = [...connections.values()].includes('connected');
   const platforms = verification.creatorPlatforms
     .map((platform) => {
       const connected = connections.get(platform) === 'connected';
+      const offered = connected || !unavailable.has(platform);
+      const status = connected ? m.statusConnected : offered ? m.statusNotConnected : m.statusUnavailable;
       return `<li class="platform">
   <h3 id="platform-${platform}">${escape(PLATFORM_NAMES[platform])}</h3>
   ${paragraph(reads(m, platform))}
   <p class="scope" dir="auto">${escape(scope(m, platform))}</p>
-  <p class="status" id="status-${platform}"><span class="label">${escape(m.statusLabel)}</span> <strong>${escape(connected ? m.statusConnected : m.statusNotConnected)}</strong></p>
+  <p class="status" id="status-${platform}"><span class="label">${escape(m.statusLabel)}</span> <strong>${escape(status)}</strong></p>
   ${
     connected
       ? ''
-      : `<form method="post" action="/consent/${token}/connect/${platform}">
+      : !offered
+        ? `<p class="unavailable" id="unavailable-${platform}" role="note" dir="auto">${escape(m.platformNotOfferedText({ platform: name(platform), lender }))}</p>`
+        : `<form method="post" action="/consent/${token}/connect/${platform}">
     <button type="submit" aria-describedby="platform-${platform} status-${platform}">${escape(m.connectButton({ platform: name(platform) }))}</button>
   </form>`
   }
@@ -306,6 +317,7 @@ ul.platforms { list-style: none; padding: 0; }
 li.platform { border: 1px solid #c4c9d0; border-radius: .5rem; padding: 1rem; margin-bottom: 1rem; }
 .scope, .hint, .expiry, .when { color: #3d434b; font-size: .95rem; }
 .notice { background: #e8f1fb; border-inline-start: 4px solid #0b5cad; padding: .5rem .75rem; }
+.unavailable { background: #fdf3e1; border-inline-start: 4px solid #8a5a00; padding: .5rem .75rem; }
 button { font: inherit; font-weight: 600; color: #fff; background: #0b5cad; border: 2px solid #0b5cad; border-radius: .375rem; padding: .55rem 1.1rem; cursor: pointer; margin-block: .25rem; }
 button.secondary { color: #0b5cad; background: #fff; margin-inline-start: .5rem; }
 button.danger { background: #a4262c; border-color: #a4262c; }

@@ -60,6 +60,13 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
   // Browsers apply form-action to the redirect after a form post, so the providers' sign-in pages are allowed too.
   const formTargets = ["'self'", ...Object.values(deps.providers).map((p) => p.authorizationOrigin)].join(' ');
   const html = (res: Response, status: number, page: string) => secure(res, formTargets).status(status).type('html').send(page);
+  /**
+   * A production service started without a platform's credentials cannot connect it: its consent
+   * page says so in place of the button, rather than a click ending on an error page.
+   */
+  const unavailable: ReadonlySet<Platform> = new Set(
+    deps.mode === 'production' ? Object.values(PLATFORMS).filter((platform) => !deps.providers[platform]) : [],
+  );
   router.use(express.urlencoded({ extended: false, limit: '4kb' }));
 
   /**
@@ -139,7 +146,7 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
     const connected = typeof req.query.connected === 'string' ? PLATFORMS[req.query.connected] : undefined;
     const { m, platform } = wordsOf(ctx);
     const notice = connected ? m.connectedNotice({ platform: platform(connected) }) : undefined;
-    return html(res, 200, consentPage(ctx, { verification: session.verification, connections: session.connections, notice }));
+    return html(res, 200, consentPage(ctx, { verification: session.verification, connections: session.connections, notice, unavailable }));
   });
 
   router.get('/:token/privacy', async (req, res) => {
@@ -186,6 +193,8 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
       return html(res, 422, messagePage(ctx, m.alreadyConnectedTitle, m.alreadyConnectedText({ platform: name(platform) }), { back: true }));
     }
     if (deps.mode === 'sandbox') return res.redirect(303, `${consentPath(token)}/sandbox/${platform}`);
+    // A page shown before the platform became unavailable (or a hand-made post): back to the page, which explains.
+    if (unavailable.has(platform)) return res.redirect(303, consentPath(token));
     const authorization = await startConnection(deps, token, platform, deps.publicBaseUrl);
     secure(res, formTargets);
     return res.redirect(303, authorization.toString());

@@ -22,6 +22,9 @@ export const ar: Messages = {
   statusConnected: 'مرتبطة',
   statusNotConnected: 'غير مرتبطة',
   connectButton: ({ platform }) => `ربط ${platform}`,
+  statusUnavailable: 'غير متاح',
+  platformNotOfferedText: ({ platform, lender }) =>
+    `لا يمكن ربط ${platform} عبر هذه الخدمة حاليًا، لذلك لا يوجد زر لها. يمكنك المتابعة بالمنصات الأخرى، أو سؤال ${lender} عن كيفية المتابعة.`,
   neverTitle: 'ما لا يُطَّلع عليه ولا تتم مشاركته أبدًا',
   neverPasswords: 'كلمات مرورك: تسجّل الدخول في صفحة المنصة نفسها، وليس هنا أبدًا.',
   neverContent: 'مقاطع الفيديو الخاصة بك وعملاؤك ورسائلك وبيانات جمهورك.',

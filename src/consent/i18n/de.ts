@@ -22,6 +22,9 @@ export const de: Messages = {
   statusConnected: 'Verbunden',
   statusNotConnected: 'Nicht verbunden',
   connectButton: ({ platform }) => `${platform} verbinden`,
+  statusUnavailable: 'Nicht verfügbar',
+  platformNotOfferedText: ({ platform, lender }) =>
+    `${platform} kann über diesen Dienst derzeit nicht verbunden werden, daher gibt es dafür keine Schaltfläche. Sie können mit den anderen Plattformen fortfahren oder ${lender} fragen, wie es weitergeht.`,
   neverTitle: 'Was nie eingesehen oder weitergegeben wird',
   neverPasswords: 'Ihre Passwörter: Sie melden sich auf der Seite der Plattform selbst an, nie hier.',
   neverContent: 'Ihre Videos, Kundinnen und Kunden, Nachrichten und Zielgruppendaten.',

@@ -22,6 +22,9 @@ export const en: Messages = {
   statusConnected: 'Connected',
   statusNotConnected: 'Not connected',
   connectButton: ({ platform }) => `Connect ${platform}`,
+  statusUnavailable: 'Not available',
+  platformNotOfferedText: ({ platform, lender }) =>
+    `${platform} cannot be connected through this service at the moment, so there is no button for it. You can continue with the other platforms, or ask ${lender} how to proceed.`,
   neverTitle: 'What is never seen or shared',
   neverPasswords: "Your passwords: you sign in on the platform's own page, never here.",
   neverContent: 'Your videos, customers, messages and audience data.',

@@ -22,6 +22,9 @@ export const es: Messages = {
   statusConnected: 'Conectado',
   statusNotConnected: 'No conectado',
   connectButton: ({ platform }) => `Conectar ${platform}`,
+  statusUnavailable: 'No disponible',
+  platformNotOfferedText: ({ platform, lender }) =>
+    `En este momento no es posible conectar ${platform} a través de este servicio, por eso no hay botón para esta plataforma. Puede continuar con las demás plataformas o preguntar a ${lender} cómo proceder.`,
   neverTitle: 'Lo que nunca se ve ni se comparte',
   neverPasswords: 'Sus contraseñas: usted inicia sesión en la propia página de la plataforma, nunca aquí.',
   neverContent: 'Sus vídeos, clientes, mensajes y datos de su audiencia.',

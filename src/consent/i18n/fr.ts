@@ -22,6 +22,9 @@ export const fr: Messages = {
   statusConnected: 'Connecté',
   statusNotConnected: 'Non connecté',
   connectButton: ({ platform }) => `Connecter ${platform}`,
+  statusUnavailable: 'Indisponible',
+  platformNotOfferedText: ({ platform, lender }) =>
+    `${platform} ne peut pas être connecté par ce service pour le moment ; il n’y a donc pas de bouton pour cette plateforme. Vous pouvez continuer avec les autres plateformes ou demander à ${lender} comment procéder.`,
   neverTitle: "Ce qui n'est jamais vu ni partagé",
   neverPasswords: 'Vos mots de passe : vous vous identifiez sur la page de la plateforme elle-même, jamais ici.',
   neverContent: 'Vos vidéos, vos clients, vos messages et les données de votre audience.',

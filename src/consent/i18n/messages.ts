@@ -31,6 +31,10 @@ export interface Messages {
   statusConnected: string;
   statusNotConnected: string;
   connectButton: (p: OnPlatform) => string;
+  /** The status of a platform this deployment cannot connect (no provider credentials). */
+  statusUnavailable: string;
+  /** In place of the connect button of such a platform. */
+  platformNotOfferedText: (p: OnPlatform & Lender) => string;
   neverTitle: string;
   neverPasswords: string;
   neverContent: string;

@@ -16,19 +16,35 @@ const docsPage = `<!doctype html>
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
 </head>
 <body>
+  <p style="font-family: sans-serif; margin: 1rem 2rem;">
+    <a href="/docs/changelog">Changelog</a> (API and Risk Tape schema versions) ·
+    <a href="/openapi.json">OpenAPI</a> · <a href="/asyncapi.yaml">AsyncAPI (webhooks)</a> ·
+    <a href="/.well-known/jwks.json">Tape signing keys</a>
+  </p>
   <div id="swagger-ui"></div>
   <script src="/docs/assets/swagger-ui-bundle.js"></script>
   <script src="/docs/init.js"></script>
 </body>
 </html>`;
 
-const docsInit = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true });`;
+/**
+ * "Try it out" sends requests to the deployment that serves this page: its origin is put first in
+ * the document's servers, in the browser, so /openapi.json itself stays the same for every host
+ * (nothing is taken from a Host header) and generators still see the templated server.
+ */
+const docsInit = `fetch('/openapi.json')
+  .then(function (response) { return response.json(); })
+  .then(function (spec) {
+    spec.servers = [{ url: window.location.origin, description: 'This deployment (the one serving this page)' }].concat(spec.servers || []);
+    window.ui = SwaggerUIBundle({ spec: spec, dom_id: '#swagger-ui', deepLinking: true });
+  });`;
 
 /** The published contract and a browsable docs page, served without authentication. */
 export function mountDocs(app: Express, apiDocument: Record<string, unknown>): void {
   // Serialised before the validator gets the object: it annotates the document it is given.
   const openapiJson = JSON.stringify(apiDocument);
   const asyncApiYaml = readFileSync(new URL('asyncapi.yaml', specDir), 'utf8');
+  const changelog = readFileSync(new URL('../../../docs/changelog.md', import.meta.url), 'utf8');
   app.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(openapiJson);
   });
@@ -41,6 +57,10 @@ export function mountDocs(app: Express, apiDocument: Record<string, unknown>): v
   app.use('/examples', express.static(new URL('examples', specDir).pathname, { index: false, fallthrough: false }));
   app.get('/docs', (_req, res) => {
     res.type('html').send(docsPage);
+  });
+  app.get('/docs/changelog', (_req, res) => {
+    // Plain text, so that a browser shows the Markdown rather than downloading it.
+    res.type('text/plain; charset=utf-8').send(changelog);
   });
   app.get('/docs/init.js', (_req, res) => {
     res.type('application/javascript').send(docsInit);

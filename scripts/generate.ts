@@ -88,7 +88,10 @@ async function jsonSchemaTypes(title: string, folder: string, files: string[]): 
 
 const openapi = await bundleOpenApi();
 writeFileSync(join(out, 'openapi.json'), JSON.stringify(openapi, null, 2) + '\n');
-writeFileSync(join(out, 'api.ts'), banner + astToString(await openapiTS(openapi as never, { alphabetize: false })));
+const apiTypes = banner + astToString(await openapiTS(openapi as never, { alphabetize: false }));
+writeFileSync(join(out, 'api.ts'), apiTypes);
+// The typed client ships the same types inside its package, which cannot reach generated/.
+writeFileSync(join(root, 'clients', 'typescript', 'src', 'api.ts'), apiTypes);
 
 const tapeDir = join(root, 'spec/schemas/tape');
 const tapeFiles = readdirSync(tapeDir)
@@ -104,4 +107,6 @@ writeFileSync(join(out, 'events.ts'), await jsonSchemaTypes('WebhookEvents', eve
 
 // Keep JSON output parseable by the tools that read it: the banner travels as `x-generated`.
 JSON.parse(readFileSync(join(out, 'openapi.json'), 'utf8'));
-console.log(`generated/: openapi.json, api.ts, tape.ts (${tapeFiles.length} versions), events.ts (${eventFiles.length} events)`);
+console.log(
+  `generated/ and clients/typescript/src/api.ts: openapi.json, api.ts, tape.ts (${tapeFiles.length} versions), events.ts (${eventFiles.length} events)`,
+);

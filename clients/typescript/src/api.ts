@@ -431,7 +431,7 @@ export interface paths {
         };
         /**
          * Readiness probe
-         * @description Answers 200 when the database is reachable, else `503 service_unavailable`.
+         * @description Answers 200 when the database is reachable, else `503 service_unavailable`. Not rate limited; needs no key.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -482,7 +482,9 @@ export interface components {
          * @description State of the verification (section 3). Clients must tolerate new values (section 9.4):
          *     `cancelled` was added with `POST /verifications/{verification_id}/cancel`. The allowed moves
          *     are listed in `x-transitions`; nothing leaves `completed`, `failed`, `expired` or
-         *     `cancelled`, and each move that names an event emits it to the subscribed webhooks.
+         *     `cancelled`, and each move that names an event emits it to the subscribed webhooks. A
+         *     move to `failed` lists the `failure_reason` values it may set (`reasons`): a
+         *     `verification.failed` event's `reason` says which move it announces.
          * @enum {string}
          */
         VerificationStatus: "pending_consent" | "processing" | "completed" | "failed" | "expired" | "cancelled";
@@ -1273,6 +1275,49 @@ export interface components {
                  * @example {
                  *       "error": "internal_error",
                  *       "message": "An unexpected error occurred. Quote request id 01JD7Q8M5X3N2 to support."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description `bad_request`: a body that is not JSON (a probe takes none). `validation_error`: a query
+         *     parameter the probe does not take. Probes are not rate limited, so no `X-RateLimit-*` headers.
+         */
+        ProbeBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description An unexpected server error of a probe. Not rate limited, so no `X-RateLimit-*` headers. */
+        ProbeInternalError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "internal_error",
+                 *       "message": "An unexpected error occurred. Quote request id 01JD7Q8M5X3N2 to support."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Not ready (the database is unreachable). Not rate limited, so no `X-RateLimit-*` headers. */
+        ProbeUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "service_unavailable",
+                 *       "message": "The database is unreachable; retry after 2 seconds."
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2098,8 +2143,8 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            500: components["responses"]["InternalError"];
+            400: components["responses"]["ProbeBadRequest"];
+            500: components["responses"]["ProbeInternalError"];
         };
     };
     getReadiness: {
@@ -2120,8 +2165,8 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            503: components["responses"]["ServiceUnavailable"];
+            400: components["responses"]["ProbeBadRequest"];
+            503: components["responses"]["ProbeUnavailable"];
         };
     };
 }

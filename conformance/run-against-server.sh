@@ -9,7 +9,10 @@
 #
 #   TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:55432/postgres conformance/run-against-server.sh
 #
-# Optional: CONFORMANCE_PORT (default: a free port), READY_TIMEOUT_SECONDS (default 60).
+# Optional: CONFORMANCE_PORT (default: a free port), READY_TIMEOUT_SECONDS (default 60),
+# SERVICE_MODE=production (a production deployment: civ_live_ keys, lender accounts on the
+# production plan, a fresh ENCRYPTION_KEY), CONFORMANCE_BIN (the suite's installed command, e.g.
+# the civ-conformance of its npm tarball, instead of `npm run conformance` from this tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +25,16 @@ SANDBOX_DELAY_MS=${SANDBOX_DELAY_MS:-2000}
 RETRY_SCHEDULE=0,1,2
 WEBHOOK_TIMEOUT_MS=2000
 READY_TIMEOUT_SECONDS=${READY_TIMEOUT_SECONDS:-60}
+MODE=${SERVICE_MODE:-sandbox}
+case "$MODE" in sandbox | production) ;; *)
+  echo "SERVICE_MODE must be sandbox or production, not $MODE" >&2
+  exit 2
+  ;;
+esac
+# A production deployment refuses private webhook targets (SSRF, D16), so the suite's local receiver
+# is out of its reach there: the webhook tests then skip, saying so.
+PRIVATE_TARGETS=$([ "$MODE" = production ] && echo 0 || echo 1)
+ENCRYPTION_KEY=${ENCRYPTION_KEY:-$(node -e 'console.log(require("crypto").randomBytes(32).toString("hex"))')}
 
 # ---------------------------------------------------------------- small helpers (node, so no curl or jq is needed)
 
@@ -48,7 +61,7 @@ answers_200() {
 
 # `admin ARGS...` runs the operator CLI against the server's database and prints its JSON.
 admin() {
-  DATABASE_URL="$DATABASE_URL" SERVICE_MODE=sandbox LOG_LEVEL=warn npm run -s admin -- "$@" --json
+  DATABASE_URL="$DATABASE_URL" SERVICE_MODE="$MODE" ENCRYPTION_KEY="$ENCRYPTION_KEY" LOG_LEVEL=warn npm run -s admin -- "$@" --json
 }
 
 # ---------------------------------------------------------------- database, server, clean-up
@@ -94,15 +107,15 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "database $DB_NAME, server on $BASE_URL, webhook CA in $CA_DIR"
+echo "database $DB_NAME, $MODE server on $BASE_URL, webhook CA in $CA_DIR"
 sql "CREATE DATABASE $DB_NAME"
 # The CA the suite's receiver gets its certificate from, and the server trusts (D16).
 bash scripts/make-test-ca.sh "$CA_DIR"
 
 # setsid: the server gets its own process group, so stopping it stops npm, tsx and node together.
-setsid env PORT="$PORT" HOST=127.0.0.1 DATABASE_URL="$DATABASE_URL" SERVICE_MODE=sandbox \
+setsid env PORT="$PORT" HOST=127.0.0.1 DATABASE_URL="$DATABASE_URL" SERVICE_MODE="$MODE" ENCRYPTION_KEY="$ENCRYPTION_KEY" \
   SANDBOX_COMPLETE_DELAY_MS="$SANDBOX_DELAY_MS" LOG_LEVEL=warn \
-  NODE_EXTRA_CA_CERTS="$CA_DIR/ca.pem" WEBHOOK_ALLOW_PRIVATE_TARGETS=1 \
+  NODE_EXTRA_CA_CERTS="$CA_DIR/ca.pem" WEBHOOK_ALLOW_PRIVATE_TARGETS="$PRIVATE_TARGETS" \
   WEBHOOK_RETRY_SCHEDULE="$RETRY_SCHEDULE" WEBHOOK_TIMEOUT_MS="$WEBHOOK_TIMEOUT_MS" \
   npm start >"$LOG_FILE" 2>&1 &
 SERVER_PID=$!
@@ -122,8 +135,11 @@ done
 
 # ---------------------------------------------------------------- accounts and keys (operator CLI, D23)
 
-lender_a=$(admin lender create --name "Conformance Lender A" | json_field id)
-lender_b=$(admin lender create --name "Conformance Lender B" | json_field id)
+# In production the accounts are on the production plan (300 requests a minute, section 8), as a
+# lender's would be; the sandbox's quota is the same for every plan.
+plan=$([ "$MODE" = production ] && echo production || echo pilot)
+lender_a=$(admin lender create --name "Conformance Lender A" --plan "$plan" | json_field id)
+lender_b=$(admin lender create --name "Conformance Lender B" --plan "$plan" | json_field id)
 lender_key=$(admin key create --lender "$lender_a" --role lender | json_field api_key)
 other_lender_key=$(admin key create --lender "$lender_b" --role lender | json_field api_key)
 gdpr_key=$(admin key create --lender "$lender_a" --role gdpr_admin | json_field api_key)
@@ -135,7 +151,8 @@ admin key revoke --key-id "$(json_field id <<<"$revoked")" >/dev/null
 # ---------------------------------------------------------------- the suite, as against any deployment
 
 # Extra arguments go to the suite, e.g. --junit out/junit.xml --matrix out/matrix.
-npm run -s conformance -- \
+if [ -n "${CONFORMANCE_BIN:-}" ]; then suite=("$CONFORMANCE_BIN"); else suite=(npm run -s conformance --); fi
+"${suite[@]}" \
   --base-url "$BASE_URL" \
   --key "$lender_key" \
   --other-lender-key "$other_lender_key" \
@@ -146,5 +163,5 @@ npm run -s conformance -- \
   --ca-dir "$CA_DIR" \
   --retry-schedule "$RETRY_SCHEDULE" \
   --webhook-timeout-ms "$WEBHOOK_TIMEOUT_MS" \
-  --private-targets-allowed 1 \
+  --private-targets-allowed "$PRIVATE_TARGETS" \
   "$@"

@@ -36,7 +36,19 @@ const PRODUCTION_TS = { ignores: ['**/*.test.ts'] };
 
 export default defineConfig(
   // generated/ is written by `npm run generate` from spec/; neither is hand-written TypeScript.
-  globalIgnores(['generated/', 'spec/', 'conformance/dist/', 'clients/typescript/dist/', 'conformance/spec/', 'coverage/', 'data/', '.tmp/']),
+  // test/third-party-client/lender-app.ts imports an SDK that exists only where its test generates it,
+  // and is compiled there under `strict`.
+  globalIgnores([
+    'generated/',
+    'spec/',
+    'conformance/dist/',
+    'clients/typescript/dist/',
+    'conformance/spec/',
+    'coverage/',
+    'data/',
+    '.tmp/',
+    'test/third-party-client/lender-app.ts',
+  ]),
 
   {
     linterOptions: { reportUnusedDisableDirectives: 'error' },

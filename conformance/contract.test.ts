@@ -122,7 +122,12 @@ describe('conformance checker (assertConforms) [suite self-test]', () => {
   });
 
   it('validates bodies through bundled JSON Schema files (refs inside the tape schemas resolve)', () => {
-    assert.throws(() => contract.assertConforms('GET', '/api/v1/verifications/vrf_x/tape', observed(200, { schema_version: '2.0.0' })), /does not match/);
+    // Signed as a tape response must be, so that the body is what the checker refuses.
+    const signed = { ...rateLimitHeaders, 'x-tape-signature': 'eyJhbGciOiJFUzI1NiJ9..c2lnbmF0dXJl' };
+    assert.throws(
+      () => contract.assertConforms('GET', '/api/v1/verifications/vrf_x/tape', observed(200, { schema_version: '2.0.0' }, signed)),
+      /does not match/,
+    );
   });
 
   it('checks X-RateLimit-* on /api/v1 responses, and not on the probes', async () => {

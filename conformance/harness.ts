@@ -97,36 +97,112 @@ export interface RequestOptions {
 }
 
 /**
- * The suite is a client like any other and stays inside its quota (D8: a sandbox key has 1000
- * requests a minute, at most 100 in any second), so that only the tests that mean to be refused are.
+ * The suite is a client like any other and stays inside its quota, so that only the tests that mean
+ * to be refused are. D8: a fixed 60-second window of `X-RateLimit-Limit` requests plus a burst
+ * limit within any one second (pilot 60/min burst 10, production 300/min burst 50, sandbox 1000/min
+ * burst 100). The burst is not in any header, so it is taken from the plan whose minute limit the
+ * deployment announces; a limit no plan has gets the plans' lowest ratio, a sixth of it.
  * Per Authorization header value, requests wait until they fit in every window.
  */
-const CLIENT_PACE: Array<{ windowMs: number; max: number }> = [
-  { windowMs: 1_000, max: 40 },
-  { windowMs: 60_000, max: 800 },
-];
+const PLAN_BURSTS = new Map([
+  [60, 10],
+  [300, 50],
+  [1000, 100],
+]);
+export const burstOfLimit = (perMinute: number): number => PLAN_BURSTS.get(perMinute) ?? Math.max(1, Math.floor(perMinute / 6));
+
+/**
+ * What the suite's own pacing uses of a quota: its windows slide while the deployment's are fixed
+ * (a sliding count under N keeps every fixed window under N too), and the share leaves room for
+ * requests arriving later than they were sent. At most 40 a second whatever the plan allows.
+ */
+const PACE_SHARE = 0.8;
+const MAX_PACE_PER_SECOND = 40;
+/** After the last answer, how long until the deployment's one-second burst window has surely ended. */
+const BURST_WINDOW_QUIET_MS = 1_200;
+
+interface QuotaSeen {
+  perMinute: number;
+  /** X-RateLimit-Remaining and X-RateLimit-Reset (epoch seconds) of the latest answer. */
+  remaining: number | undefined;
+  resetAt: number | undefined;
+}
 
 class Pacer {
   private readonly sent: number[] = [];
+  private inFlight = 0;
+  private lastAnswerAt = 0;
+  /** The sandbox plan until the deployment's headers say otherwise. */
+  private quota: QuotaSeen = { perMinute: 1000, remaining: undefined, resetAt: undefined };
+
+  private windows(): Array<{ windowMs: number; max: number }> {
+    const burst = burstOfLimit(this.quota.perMinute);
+    return [
+      { windowMs: 1_000, max: Math.max(1, Math.min(MAX_PACE_PER_SECOND, Math.floor(burst * PACE_SHARE))) },
+      { windowMs: 60_000, max: Math.max(1, Math.floor(this.quota.perMinute * PACE_SHARE)) },
+    ];
+  }
 
   async take(): Promise<void> {
     for (;;) {
       const now = Date.now();
-      const longest = Math.max(...CLIENT_PACE.map((pace) => pace.windowMs));
+      const windows = this.windows();
+      const longest = Math.max(...windows.map((pace) => pace.windowMs));
       while (this.sent.length > 0 && this.sent[0]! <= now - longest) this.sent.shift();
-      const waits = CLIENT_PACE.map(({ windowMs, max }) => {
+      const waits = windows.map(({ windowMs, max }) => {
         const inWindow = this.sent.filter((at) => at > now - windowMs);
         return inWindow.length < max ? 0 : inWindow[inWindow.length - max]! + windowMs - now + 1;
       });
       const wait = Math.max(...waits);
       if (wait <= 0) {
-        this.sent.push(now);
+        this.record();
         return;
       }
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await sleepMs(wait);
+    }
+  }
+
+  /** Counts a request sent without waiting (an unpaced one): it uses the quota all the same. */
+  record(): void {
+    this.sent.push(Date.now());
+    this.inFlight += 1;
+  }
+
+  answered(headers: Headers | undefined): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    this.lastAnswerAt = Date.now();
+    const number = (name: string) => {
+      const raw = headers?.get(name);
+      return raw !== null && raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : undefined;
+    };
+    const perMinute = number('x-ratelimit-limit');
+    if (perMinute === undefined || perMinute < 1) return;
+    this.quota = { perMinute, remaining: number('x-ratelimit-remaining'), resetAt: number('x-ratelimit-reset') };
+  }
+
+  /**
+   * Waits until a burst of `requests` can be sent at once: nothing in flight, the deployment's burst
+   * window over, and (by the latest X-RateLimit-* headers) room for them in its minute window.
+   * Resolves with how many of them fit in one burst of the deployment's plan.
+   */
+  async quiet(requests: number): Promise<number> {
+    for (;;) {
+      const now = Date.now();
+      const { remaining, resetAt } = this.quota;
+      const minuteFull = remaining !== undefined && resetAt !== undefined && remaining < requests && now < resetAt * 1000;
+      const wait = Math.max(
+        this.inFlight > 0 ? 50 : 0,
+        this.lastAnswerAt + BURST_WINDOW_QUIET_MS - now,
+        ...this.sent.slice(-1).map((at) => at + BURST_WINDOW_QUIET_MS - now),
+        minuteFull ? resetAt * 1000 + 200 - now : 0,
+      );
+      if (wait <= 0) return Math.min(requests, burstOfLimit(this.quota.perMinute));
+      await sleepMs(wait);
     }
   }
 }
+
+const sleepMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export interface ApiResponse extends ObservedResponse {
   method: string;
@@ -166,11 +242,20 @@ export class ApiClient {
       headers['content-type'] ??= 'application/json';
     }
     const url = new URL(path, this.baseUrl).toString();
-    if (!options.unpaced) await this.pacerFor(authorization).take();
-    const raw =
-      body !== undefined && (method === 'GET' || method === 'HEAD')
-        ? await requestWithBody(url, method, headers, body)
-        : await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    const pacer = this.pacerFor(authorization);
+    if (options.unpaced) pacer.record();
+    else await pacer.take();
+    let raw: Awaited<ReturnType<typeof requestWithBody>>;
+    try {
+      raw =
+        body !== undefined && (method === 'GET' || method === 'HEAD')
+          ? await requestWithBody(url, method, headers, body)
+          : await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    } catch (error) {
+      pacer.answered(undefined);
+      throw error;
+    }
+    pacer.answered(raw.headers);
     const bytes = new Uint8Array(await raw.arrayBuffer());
     const text = new TextDecoder().decode(bytes);
     let json: unknown;
@@ -182,6 +267,15 @@ export class ApiClient {
     const response: ApiResponse = { method, url, status: raw.status, headers: raw.headers, text, json, bytes };
     this.contract.assertConforms(method, url, response);
     return response;
+  }
+
+  /**
+   * Before a test sends `requests` at once with one key (unpaced): waits until they can all be
+   * answered within the key's quota, and resolves with how many fit in one burst of its plan (D8),
+   * which is what the test should send.
+   */
+  quietBurst(requests: number, options: RequestOptions = {}): Promise<number> {
+    return this.pacerFor(this.authorizationFor(options)).quiet(requests);
   }
 
   private pacerFor(authorization: string | undefined): Pacer {

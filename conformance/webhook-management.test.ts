@@ -1,22 +1,15 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { assertError } from './assertions.ts';
 import { assertEventRequest, transitionRows } from './event-contract.ts';
 import { forEachTarget, requireKey, requireSandbox } from './harness.ts';
 import { randomReference } from './sandbox.ts';
 import { verifySignature } from './webhook-receiver.ts';
-import { attemptWaitMs, requireWebhooks, WEBHOOKS_PATH, WebhookSession } from './webhooks.ts';
+import { attemptWaitMs, placeholderUrl, requireWebhooks, WEBHOOKS_PATH, WebhookSession } from './webhooks.ts';
 
 /**
  * Webhook endpoint management (P25): GET /webhooks/{id}, pages of GET /webhooks, secret rotation
  * with its overlap (both signatures in one header, either verifies), and POST /webhooks/{id}/test.
  */
-
-/**
- * A public address literal resolves without DNS and passes the target checks; nothing is sent there:
- * the endpoint takes only tape.updated, which nothing triggers for this lender, and is deleted after the test.
- */
-const publicUrl = (label: string) => `https://8.8.8.8/conformance-${label}-${randomBytes(6).toString('hex')}`;
 
 type Webhook = { webhook_id: string; url: string; events: string[]; created_at: string; previous_secret_expires_at: string | null };
 
@@ -32,7 +25,7 @@ forEachTarget((target) => {
     });
 
     it('GET /webhooks/{id}: the endpoint as listed, no secret; another lender: 404 [op:getWebhook 200] [op:getWebhook 404 not_found]', async function () {
-      const created = await session.register(publicUrl('get'), ['tape.updated']);
+      const created = await session.register(placeholderUrl('get'), ['tape.updated']);
       const response = await session.request('GET', `${WEBHOOKS_PATH}/${created.webhook_id}`);
       assert.equal(response.status, 200, response.text);
       const webhook = response.json as Webhook;
@@ -50,7 +43,7 @@ forEachTarget((target) => {
 
     it('GET /webhooks pages with limit and starting_after, oldest first, has_more; a cursor not of the lender: 400 validation_error [op:listWebhooks 200] [op:listWebhooks 400 validation_error]', async () => {
       const ids: string[] = [];
-      for (let i = 0; i < 3; i += 1) ids.push((await session.register(publicUrl(`page-${i}`), ['tape.updated'])).webhook_id);
+      for (let i = 0; i < 3; i += 1) ids.push((await session.register(placeholderUrl(`page-${i}`), ['tape.updated'])).webhook_id);
       const seen: string[] = [];
       let after = '';
       for (let page = 0; page < 30; page += 1) {
@@ -69,7 +62,7 @@ forEachTarget((target) => {
     });
 
     it('rotate-secret: 200 with a new whsec_ secret and the end of the overlap; bad overlap_seconds: 400; unknown endpoint: 404 [op:rotateWebhookSecret 200] [op:rotateWebhookSecret 400 validation_error] [op:rotateWebhookSecret 404 not_found]', async () => {
-      const created = await session.register(publicUrl('rotate'), ['tape.updated']);
+      const created = await session.register(placeholderUrl('rotate'), ['tape.updated']);
       const started = Date.now();
       const response = await session.request('POST', `${WEBHOOKS_PATH}/${created.webhook_id}/rotate-secret`, { json: { overlap_seconds: 600 } });
       assert.equal(response.status, 200, response.text);

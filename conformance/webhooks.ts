@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
 import type { ApiResponse, KeyName, RequestOptions, Target } from './harness.ts';
 import { CREATE_PATH, createVerification, outcomeTimeoutMs, pollIntervalMs, sleep, TERMINAL_STATES, type Verification } from './sandbox.ts';
 import { receiverFor, type WebhookReceiver } from './webhook-receiver.ts';
@@ -97,6 +100,25 @@ export function requirePrivateTargets(context: Mocha.Context, target: Target, al
   );
 }
 
+// ---------------------------------------------------------------- endpoints that are never delivered to
+
+/**
+ * A URL the deployment registers but the suite never expects a delivery at: a public address
+ * literal, which the target guard (D16) accepts without a DNS lookup (the suite must not depend on
+ * outside DNS, and a name under example.com would not resolve) and which registration does not
+ * connect to. Tests that use one delete the endpoint before they end and subscribe it to
+ * `QUIET_EVENTS` unless the events are what they check.
+ */
+export function placeholderUrl(label: string): string {
+  return `https://8.8.8.8/civ-conformance/${encodeURIComponent(label)}-${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * Events only a lender's own request sends (attaching an overlay, cancelling), never a timer or a
+ * creator: an endpoint subscribed to nothing else receives nothing while no test makes those requests.
+ */
+export const QUIET_EVENTS: readonly string[] = ['tape.updated', 'verification.cancelled'];
+
 // ---------------------------------------------------------------- the lender the webhook tests act as
 
 /**
@@ -160,6 +182,20 @@ export class WebhookSession {
   get receiver(): WebhookReceiver {
     assert.ok(this.receiverOrUndefined, 'no receiver on this target; guard the test with requireWebhooks');
     return this.receiverOrUndefined;
+  }
+
+  /** Whether the deployment's deliveries reach the suite's receiver (see requireWebhooks). */
+  get canReceive(): boolean {
+    return this.receiverOrUndefined !== undefined;
+  }
+
+  /**
+   * Where a test that registers an endpoint but needs no delivery points it: a fresh path of the
+   * receiver when the deployment reaches it, otherwise `placeholderUrl`, so that registration,
+   * listing, deletion and their refusals are tested on every deployment.
+   */
+  registrationUrl(label: string): string {
+    return this.receiverOrUndefined ? this.receiverOrUndefined.urlFor(this.receiverOrUndefined.newPath(label)) : placeholderUrl(label);
   }
 
   /** As the session's lender, or as `key` (another of the target's keys), or with no key (`key: null`). */
@@ -287,46 +323,123 @@ export const finished = (delivery: Delivery) => delivery.status !== 'pending';
 /** The synthetic creator the probe makes: completed at creation, so its event is sent at once (section 2.6). */
 const PROBE_CREATOR = 'demo-yt-nano';
 
+/** The skip reason of every test that needs a delivery at the receiver when the deployment refuses private targets and the receiver is on one. */
+export const PRIVATE_RECEIVER_REFUSED =
+  "webhooks cannot reach the suite's receiver: private targets refused by this deployment; give --receiver-host a public name the deployment can reach";
+
 /**
- * Capability probe, run once per target before its tests: registers an endpoint at a fresh path of
- * the suite's receiver, makes a synthetic verification (completed at once, so `verification.completed`
- * is sent at once) and waits, with the deadline of a first attempt, for it to arrive. Resolves with
- * why the webhook tests cannot run (to be their skip reason), or undefined when the delivery arrived.
- * On a production key nothing can be made to send an event on demand, so nothing is probed.
+ * What a deployment with WEBHOOK_ALLOW_PRIVATE_TARGETS off refuses (D16) among the addresses the
+ * suite's receiver could listen on: loopback, private, CGNAT, link-local, unspecified.
  */
-export async function probeWebhooks(target: Target): Promise<{ unavailable: string | undefined; summary: string }> {
-  if (target.mode !== 'sandbox') return { unavailable: undefined, summary: 'not probed (a production key cannot provoke an event)' };
+const PRIVATE_ADDRESSES = (() => {
+  const list = new BlockList();
+  for (const [network, prefix] of [
+    ['0.0.0.0', 8],
+    ['10.0.0.0', 8],
+    ['100.64.0.0', 10],
+    ['127.0.0.0', 8],
+    ['169.254.0.0', 16],
+    ['172.16.0.0', 12],
+    ['192.168.0.0', 16],
+  ] as const)
+    list.addSubnet(network, prefix, 'ipv4');
+  for (const [network, prefix] of [
+    ['::', 128],
+    ['::1', 128],
+    ['fc00::', 7],
+    ['fe80::', 10],
+  ] as const)
+    list.addSubnet(network, prefix, 'ipv6');
+  return list;
+})();
+
+const isPrivateAddress = (address: string) => {
+  const family = isIP(address);
+  if (family === 0) return false;
+  // An IPv4-mapped IPv6 address is refused or admitted as the IPv4 address it stands for.
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  if (mapped) return PRIVATE_ADDRESSES.check(mapped, 'ipv4');
+  return PRIVATE_ADDRESSES.check(address, family === 4 ? 'ipv4' : 'ipv6');
+};
+
+/**
+ * Whether the receiver's host is one a deployment refusing private targets refuses: a private
+ * address literal, a local name (localhost, a single label), or a name the suite's own resolver
+ * only resolves to private addresses. A name that does not resolve here is left to the deployment.
+ */
+async function receiverHostIsPrivate(host: string): Promise<boolean> {
+  const name = host
+    .replace(/^\[(.*)\]$/, '$1')
+    .toLowerCase()
+    .replace(/\.$/, '');
+  if (isIP(name)) return isPrivateAddress(name);
+  if (name === 'localhost' || name.endsWith('.localhost') || !name.includes('.')) return true;
+  try {
+    const addresses = await lookup(name, { all: true });
+    return addresses.length > 0 && addresses.every((entry) => isPrivateAddress(entry.address));
+  } catch {
+    return false;
+  }
+}
+
+type ProbeResult = { unavailable: string | undefined; summary: string };
+
+/**
+ * Capability probe, run once per target before its tests. A deployment known to refuse private
+ * targets is not asked when the receiver is on one. Otherwise the probe registers an endpoint at a
+ * fresh path of the suite's receiver (a refusal is the reason) and has the deployment send to it:
+ * on a sandbox key a synthetic verification (completed at once, so `verification.completed` is
+ * sent at once), on a production key a test event (POST /webhooks/{id}/test, P25). It waits, with
+ * the deadline of a first attempt, for the delivery to arrive. Resolves with why the webhook tests
+ * cannot run (their skip reason), or undefined when the delivery arrived.
+ */
+export async function probeWebhooks(target: Target): Promise<ProbeResult> {
+  const { privateTargetsAllowed, receiverHost } = target.webhooks;
+  if (privateTargetsAllowed === false && (await receiverHostIsPrivate(receiverHost))) {
+    return { unavailable: PRIVATE_RECEIVER_REFUSED, summary: `unreachable: ${PRIVATE_RECEIVER_REFUSED} (receiver host ${receiverHost})` };
+  }
   const lender = await webhookLender(target);
   const receiver = await webhookReceiver(target);
   const path = receiver.newPath('probe');
   const url = receiver.urlFor(path);
   const as = { apiKey: lender.apiKey };
-  const registered = await target.api.post(WEBHOOKS_PATH, { ...as, json: { url, events: ['verification.completed'] } });
+  const events = target.mode === 'sandbox' ? ['verification.completed'] : [...QUIET_EVENTS];
+  const registered = await target.api.post(WEBHOOKS_PATH, { ...as, json: { url, events } });
   if (registered.status !== 201) {
     const reason = `the deployment refused to register the suite's receiver ${url} (${registered.status} ${registered.text.slice(0, 300)})`;
     return { unavailable: reason, summary: `unreachable: ${reason}` };
   }
   const webhook = registered.json as WebhookResource & { secret: string };
+  const webhookPath = `${WEBHOOKS_PATH}/${encodeURIComponent(webhook.webhook_id)}`;
   receiver.expectSignedWith(path, webhook.secret);
   const timeoutMs = attemptWaitMs(target, 1);
+  const unreachable = (said: string): ProbeResult => {
+    const reason =
+      `no webhook reached the suite's receiver ${url} within ${timeoutMs} ms of ${target.mode === 'sandbox' ? 'a synthetic verification' : 'a test event'} ` +
+      `(the deployment's attempts: ${said}); the deployment must reach --receiver-host and trust --ca-dir's ca.pem (NODE_EXTRA_CA_CERTS)`;
+    return { unavailable: reason, summary: `unreachable: ${reason}` };
+  };
   try {
+    const started = Date.now();
+    if (target.mode !== 'sandbox') {
+      const sent = await target.api.post(`${webhookPath}/test`, as);
+      if (sent.status !== 200) return unreachable(`POST ${webhookPath}/test answered ${sent.status} ${sent.text.slice(0, 300)}`);
+      const result = sent.json as { succeeded: boolean; status_code: number | null; error: string | null };
+      if (!result.succeeded || receiver.requestsTo(path).length === 0) return unreachable(result.error ?? `HTTP ${result.status_code}`);
+      return { unavailable: undefined, summary: `reachable (receiver ${receiver.origin}; the probe's test event arrived in ${Date.now() - started} ms)` };
+    }
     const created = await createVerification(target, { obligor_reference: PROBE_CREATOR, creator_platforms: ['youtube'] }, { apiKey: lender.apiKey });
     assert.equal(created.status, 201, `${created.method} ${created.url}: ${created.text}`);
-    const started = Date.now();
     try {
       await receiver.waitForCount(path, 1, timeoutMs);
       return { unavailable: undefined, summary: `reachable (receiver ${receiver.origin}; the probe's event arrived in ${Date.now() - started} ms)` };
     } catch {
       // What the deployment says about its attempt, if it logged one: the reason a QA engineer needs.
-      const log = await target.api.get(`${WEBHOOKS_PATH}/${encodeURIComponent(webhook.webhook_id)}/deliveries`, as);
+      const log = await target.api.get(`${webhookPath}/deliveries`, as);
       const attempts = log.status === 200 ? (log.json as DeliveryList).data.flatMap((d) => d.attempts) : [];
-      const said = [...new Set(attempts.map((a) => a.error ?? `HTTP ${a.status_code}`))].join('; ') || 'no attempt logged';
-      const reason =
-        `no webhook reached the suite's receiver ${url} within ${timeoutMs} ms of a synthetic verification (the deployment's attempts: ${said}); ` +
-        "the deployment must reach --receiver-host and trust --ca-dir's ca.pem (NODE_EXTRA_CA_CERTS)";
-      return { unavailable: reason, summary: `unreachable: ${reason}` };
+      return unreachable([...new Set(attempts.map((a) => a.error ?? `HTTP ${a.status_code}`))].join('; ') || 'no attempt logged');
     }
   } finally {
-    await target.api.request('DELETE', `${WEBHOOKS_PATH}/${encodeURIComponent(webhook.webhook_id)}`, as);
+    await target.api.request('DELETE', webhookPath, as);
   }
 }

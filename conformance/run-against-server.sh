@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the conformance suite against a separate server process on PostgreSQL, the way it runs against
-# any deployment: a fresh database on the server TEST_POSTGRES_URL names, a throw-away CA for the
+# Runs the conformance suite against a separate server process, the way it runs against any
+# deployment: a fresh database (on the PostgreSQL server TEST_POSTGRES_URL names, or with
+# SERVICE_DATABASE=sqlite a fresh SQLite file), a throw-away CA for the
 # suite's webhook receiver (scripts/make-test-ca.sh), `npm start` in the background (sandbox mode,
 # trusting that CA through NODE_EXTRA_CA_CERTS, private webhook targets allowed, a retry schedule of
 # seconds), lender accounts and keys made with the operator CLI, then `npm run conformance` with
@@ -8,6 +9,7 @@
 # way out, whether the suite passed or not.
 #
 #   TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:55432/postgres conformance/run-against-server.sh
+#   SERVICE_DATABASE=sqlite conformance/run-against-server.sh
 #
 # Optional: CONFORMANCE_PORT (default: a free port), READY_TIMEOUT_SECONDS (default 60),
 # SERVICE_MODE=production (a production deployment: civ_live_ keys, lender accounts on the
@@ -16,7 +18,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-: "${TEST_POSTGRES_URL:?set TEST_POSTGRES_URL to a PostgreSQL server URL, e.g. postgres://postgres@127.0.0.1:55432/postgres}"
+DATABASE_KIND=${SERVICE_DATABASE:-postgres}
+case "$DATABASE_KIND" in
+postgres) : "${TEST_POSTGRES_URL:?set TEST_POSTGRES_URL to a PostgreSQL server URL, e.g. postgres://postgres@127.0.0.1:55432/postgres, or SERVICE_DATABASE=sqlite}" ;;
+sqlite) ;;
+*)
+  echo "SERVICE_DATABASE must be postgres or sqlite, not $DATABASE_KIND" >&2
+  exit 2
+  ;;
+esac
 # 2 s, so the `processing` state of a `test-` scenario lasts a second: with 0.5 s a loaded CI machine
 # now and then polled past it (the suite's own polling is the conformance issue's to make robust).
 SANDBOX_DELAY_MS=${SANDBOX_DELAY_MS:-2000}
@@ -66,12 +76,19 @@ admin() {
 
 # ---------------------------------------------------------------- database, server, clean-up
 
-DB_NAME="conformance_ci_$(date +%s)_$$"
-DATABASE_URL=$(node -e 'const u = new URL(process.argv[1]); u.pathname = "/" + process.argv[2]; console.log(u.toString());' "$TEST_POSTGRES_URL" "$DB_NAME")
 PORT=${CONFORMANCE_PORT:-$(free_port)}
 BASE_URL="http://127.0.0.1:$PORT"
 LOG_FILE=$(mktemp /tmp/civ-conformance-server.XXXXXX.log)
 CA_DIR=$(mktemp -d /tmp/civ-conformance-ca.XXXXXX)
+if [ "$DATABASE_KIND" = sqlite ]; then
+  DB_DIR=$(mktemp -d /tmp/civ-conformance-db.XXXXXX)
+  DB_NAME="$DB_DIR/service.sqlite"
+  DATABASE_URL="sqlite:$DB_NAME"
+else
+  DB_DIR=""
+  DB_NAME="conformance_ci_$(date +%s)_$$"
+  DATABASE_URL=$(node -e 'const u = new URL(process.argv[1]); u.pathname = "/" + process.argv[2]; console.log(u.toString());' "$TEST_POSTGRES_URL" "$DB_NAME")
+fi
 SERVER_PID=""
 
 # npm start runs the server as a grandchild: signal the whole process group setsid gave it, wait
@@ -96,7 +113,11 @@ clean_up() {
     echo "--- server output (last 100 lines)" >&2
     tail -n 100 "$LOG_FILE" >&2
   fi
-  sql "DROP DATABASE IF EXISTS $DB_NAME WITH (FORCE)" || echo "could not drop database $DB_NAME" >&2
+  if [ -n "$DB_DIR" ]; then
+    rm -rf "$DB_DIR"
+  else
+    sql "DROP DATABASE IF EXISTS $DB_NAME WITH (FORCE)" || echo "could not drop database $DB_NAME" >&2
+  fi
   rm -f "$LOG_FILE"
   rm -rf "$CA_DIR"
   exit "$status"
@@ -108,7 +129,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 echo "database $DB_NAME, $MODE server on $BASE_URL, webhook CA in $CA_DIR"
-sql "CREATE DATABASE $DB_NAME"
+[ -n "$DB_DIR" ] || sql "CREATE DATABASE $DB_NAME"
 # The CA the suite's receiver gets its certificate from, and the server trusts (D16).
 bash scripts/make-test-ca.sh "$CA_DIR"
 

@@ -863,6 +863,9 @@ export function forEachPrivateTargetsRefusedTarget(suite: (target: Target) => vo
   }
 }
 
+/** Whether this run has a deployment that refuses private webhook targets (see forEachPrivateTargetsRefusedTarget). */
+export const hasPrivateTargetsRefusedTarget = (): boolean => privateTargetsRefusedHandles.length > 0;
+
 /** Skips the running test, with the reason, when the target was not given the key it needs. */
 export function requireKey(context: Mocha.Context, target: Target, name: KeyName): string {
   const key = target.keys[name];

@@ -1,10 +1,9 @@
+import { BASE_CSS, escapeHtml as escape } from '../platform/html.ts';
 import type { VerificationRecord } from '../verifications/verifications-repository.ts';
 import { CATALOGUES, directionOf, formatDateTime, LOCALES, type Locale, type Messages } from './i18n/catalogue.ts';
 
 // Server-rendered pages for creators: no JavaScript, no third-party assets, every value escaped,
 // every string from the language catalogues (i18n/).
-
-const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 type Platform = VerificationRecord['creatorPlatforms'][number];
 
@@ -303,27 +302,12 @@ export function messagePage(ctx: PageContext, title: string, message: string, op
 /** The catalogue and interpolation parameters for the routes' own messages (refusals). */
 export const wordsOf = wordsFor;
 
-export const CONSENT_CSS = `
-:root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Noto Sans Arabic", Tahoma, sans-serif; line-height: 1.5; }
-body { margin: 0; background: #f6f7f9; color: #1a1d21; }
-main, footer { max-width: 42rem; margin: 0 auto; padding: 2rem 1.25rem; background: #fff; box-sizing: border-box; }
-main { padding-bottom: 2.5rem; }
-footer { padding-top: 1rem; border-top: 1px solid #c4c9d0; color: #3d434b; font-size: .95rem; }
-h1 { font-size: 1.6rem; line-height: 1.25; overflow-wrap: anywhere; }
-h2 { font-size: 1.2rem; margin-top: 2rem; }
-h3 { font-size: 1.05rem; margin: 0 0 .25rem; }
-p, li { overflow-wrap: anywhere; }
+/** The shared look (platform/http/html.ts) and what only the consent pages have. */
+export const CONSENT_CSS = `${BASE_CSS}
 ul.platforms { list-style: none; padding: 0; }
 li.platform { border: 1px solid #c4c9d0; border-radius: .5rem; padding: 1rem; margin-bottom: 1rem; }
-.scope, .hint, .expiry, .when { color: #3d434b; font-size: .95rem; }
-.notice { background: #e8f1fb; border-inline-start: 4px solid #0b5cad; padding: .5rem .75rem; }
+.scope, .expiry, .when { color: #3d434b; font-size: .95rem; }
 .unavailable { background: #fdf3e1; border-inline-start: 4px solid #8a5a00; padding: .5rem .75rem; }
-button { font: inherit; font-weight: 600; color: #fff; background: #0b5cad; border: 2px solid #0b5cad; border-radius: .375rem; padding: .55rem 1.1rem; cursor: pointer; margin-block: .25rem; }
-button.secondary { color: #0b5cad; background: #fff; margin-inline-start: .5rem; }
-button.danger { background: #a4262c; border-color: #a4262c; }
-button[disabled] { color: #3d434b; background: #e2e5e9; border-color: #8a919a; cursor: not-allowed; }
-button:focus-visible, a:focus-visible { outline: 3px solid #b35c00; outline-offset: 2px; }
-a { color: #0b5cad; }
 ul.languages { list-style: none; padding: 0; margin: 0 0 1rem; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
 ul.languages a { display: inline-block; padding: .25rem 0; }
 ul.languages a[aria-current] { font-weight: 700; color: #1a1d21; text-decoration: none; }

@@ -1,6 +1,7 @@
 import express, { type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
 import type { ServiceMode } from '../../platform/config.ts';
 import { isDatabaseUnavailable } from '../../platform/db/database.ts';
+import { securePage } from '../../platform/http/page-headers.ts';
 import {
   completeConsent,
   ConsentRefused,
@@ -30,23 +31,10 @@ import {
 } from '../pages.ts';
 
 /**
- * Strict headers for pages a creator opens from a link: nothing from other origins, no framing,
- * and no Referer, since the URL itself carries the consent token.
+ * Strict headers for pages a creator opens from a link, and no Referer, since the URL itself
+ * carries the consent token.
  */
-function secure(res: Response, formTargets: string): Response {
-  res.setHeader(
-    'Content-Security-Policy',
-    `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${formTargets}; frame-ancestors 'none'; base-uri 'none'`,
-  );
-  res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader('Referrer-Policy', 'no-referrer');
-  res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
-  res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
-  res.setHeader('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=()');
-  res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('Vary', 'Accept-Language, Cookie');
-  return res;
-}
+const secure = (res: Response, formTargets: string): Response => securePage(res, { formTargets, referrer: 'no-referrer', vary: 'Accept-Language, Cookie' });
 
 const PLATFORMS: Record<string, Platform> = { youtube: 'youtube', stripe: 'stripe' };
 

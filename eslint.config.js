@@ -11,7 +11,7 @@ import tseslint from 'typescript-eslint';
 // The architecture as rules (docs/architecture.md). Each entry is one boundary; `restrictImports`
 // combines the boundaries that apply to a group of files, since a later ESLint config object
 // replaces an earlier one's options for the same rule rather than adding to them.
-const FEATURES = ['accounts', 'admin', 'benchmarks', 'consent', 'gdpr', 'signing', 'tape', 'verifications', 'webhooks'];
+const FEATURES = ['accounts', 'admin', 'benchmarks', 'consent', 'dashboard', 'gdpr', 'signing', 'tape', 'verifications', 'webhooks'];
 const BOUNDARIES = {
   noFeatures: {
     group: FEATURES.map((feature) => `**/${feature}/**`),

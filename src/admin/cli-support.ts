@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type * as admin from '../accounts/lender-admin.ts';
 import type { GdprRepository } from '../gdpr/gdpr-repository.ts';
 import type { SigningKeysRepository } from '../signing/signing-keys-repository.ts';
+import type { DashboardUserCliContext } from './dashboard-user-commands.ts';
 
 /** JSON output speaks the API's snake_case, whatever the internal names are. */
 export function snakeCase(value: unknown): unknown {
@@ -26,13 +27,14 @@ export const integer = (name: string) => (value: string) => {
   return Number(value);
 };
 
-/** What the commands work with: the accounts' use cases, the data-protection audit trail, the tape signing keys. */
-export type CliContext = admin.AdminContext & {
-  gdprAudit: Pick<GdprRepository, 'list'>;
-  signingKeys: SigningKeysRepository;
-  /** The service's encryption key (ENCRYPTION_KEY, or the sandbox's stored one). */
-  encryptionKey: () => Promise<Buffer>;
-};
+/** What the commands work with: the accounts' use cases, the data-protection audit trail, the tape signing keys, the dashboard's users. */
+export type CliContext = admin.AdminContext &
+  DashboardUserCliContext & {
+    gdprAudit: Pick<GdprRepository, 'list'>;
+    signingKeys: SigningKeysRepository;
+    /** The service's encryption key (ENCRYPTION_KEY, or the sandbox's stored one). */
+    encryptionKey: () => Promise<Buffer>;
+  };
 
 /** Runs one command's work against the database, opened for it and closed after. */
 export type RunCommand = <T>(work: (ctx: CliContext) => Promise<T>) => Promise<T>;

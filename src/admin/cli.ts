@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { AccountsRepository } from '../accounts/accounts-repository.ts';
 import * as admin from '../accounts/lender-admin.ts';
+import { DashboardRepository } from '../dashboard/dashboard-repository.ts';
 import { GdprRepository } from '../gdpr/gdpr-repository.ts';
 import { ConfigError, loadConfig } from '../platform/config.ts';
 import { openDatabase, type Database } from '../platform/db/database.ts';
@@ -10,6 +11,7 @@ import { SigningKeyError } from '../signing/tape-signer.ts';
 import { integer, print, withJson, type OutputOptions, type RunCommand } from './cli-support.ts';
 import { addAccountCommands } from './account-commands.ts';
 import { addSigningKeyCommands } from './signing-key-commands.ts';
+import { addDashboardUserCommands } from './dashboard-user-commands.ts';
 
 /**
  * The operator CLI of D23: `npm run admin -- <command>`. It uses the server's DATABASE_URL (and
@@ -136,6 +138,7 @@ export function buildCli(run: RunCommand): Command {
     });
   addSigningKeyCommands(program, run);
   addAccountCommands(program, run);
+  addDashboardUserCommands(program, run, print);
   return program;
 }
 
@@ -151,6 +154,7 @@ async function main(argv: string[]): Promise<number> {
       gdprAudit: new GdprRepository(db.knex),
       signingKeys: new SigningKeysRepository(db.knex),
       encryptionKey: () => resolveEncryptionKey(config, accounts),
+      dashboardUsers: { users: new DashboardRepository(db.knex), accounts, now: () => new Date() },
     });
   };
   try {

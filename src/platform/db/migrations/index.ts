@@ -14,6 +14,7 @@ import * as verificationList from './20261124_012_verification_list.ts';
 import * as webhookSecretRotation from './20261124_013_webhook_secret_rotation.ts';
 import * as tapeSigningKeys from './20261125_014_tape_signing_keys.ts';
 import * as lenderDeactivation from './20261125_015_lender_deactivation.ts';
+import * as dashboardUsers from './20261125_016_dashboard_users.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -34,6 +35,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261124_013_webhook_secret_rotation', webhookSecretRotation],
   ['20261125_014_tape_signing_keys', tapeSigningKeys],
   ['20261125_015_lender_deactivation', lenderDeactivation],
+  ['20261125_016_dashboard_users', dashboardUsers],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

@@ -8,7 +8,7 @@ import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { JobHandlers } from '../platform/jobs/job-queue.ts';
 import { countVerificationMove } from '../platform/metrics/metrics.ts';
 import type { Principal } from '../platform/principal.ts';
-import { isSyntheticCreator, type PlatformIncome } from '../tape/index.ts';
+import { isSyntheticCreator, renderTape, TapeVersionUnsupported, type PlatformIncome, type RenderedTapes, type SchemaVersion } from '../tape/index.ts';
 import type { LifecycleJobPayloads } from './lifecycle-jobs.ts';
 import { sandboxIncome, sandboxSteps, stepDelayMs } from './sandbox.ts';
 import { scoreVerification, type ScoredTape, type ScoringProfile } from './scoring.ts';
@@ -106,6 +106,41 @@ export class VerificationLifecycle {
 
   findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
     return this.deps.verifications.findTapeForLender(lenderId, verificationId);
+  }
+
+  /**
+   * GET /verifications/{id}/tape: the tape at a schema version (D5). None before completion, and
+   * the refusal says where the verification stands; a product type newer than the version is refused.
+   */
+  async renderedTapeForLender<V extends SchemaVersion>(lenderId: string, verificationId: string, version: V): Promise<RenderedTapes[V]> {
+    const found = await this.deps.verifications.findTapeForLender(lenderId, verificationId);
+    if (!found) throw new DomainError('not_found', `No verification ${verificationId}.`);
+    if (found.status !== 'completed' || !found.tape) {
+      throw new DomainError('not_found', `Verification ${verificationId} is ${found.status}; its tape exists once it is completed.`);
+    }
+    try {
+      return renderTape(found.tape, version);
+    } catch (error) {
+      if (error instanceof TapeVersionUnsupported) throw new DomainError('refused', error.message);
+      throw error;
+    }
+  }
+
+  /** How one of the lender's verifications got where it is: its transitions and the events they recorded, oldest first. */
+  async timelineForLender(
+    lenderId: string,
+    verificationId: string,
+  ): Promise<{
+    transitions: Array<{ from: string | null; to: string; trigger: string; reason: string | null; at: string }>;
+    events: Array<{ id: string; name: string; occurredAt: string }>;
+  } | null> {
+    const [owned] = await this.deps.verifications.findOwned(lenderId, [verificationId]);
+    if (!owned) return null;
+    const events = await this.deps.verifications.eventsOf(owned.id);
+    return {
+      transitions: await this.deps.verifications.transitionsOf(owned.id),
+      events: events.map(({ id, name, occurredAt }) => ({ id, name, occurredAt })),
+    };
   }
 
   /**

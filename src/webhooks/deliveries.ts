@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.ts';
 import { DomainError } from '../platform/domain-error.ts';
 import type { EventOutbox } from '../platform/events/outbox.ts';
+import { requireEndpoint } from './endpoints.ts';
 import type { Delivery, WebhooksRepository } from './webhooks-repository.ts';
 
 type DeliveryResource = components['schemas']['Delivery'];
@@ -56,13 +57,28 @@ export function toDeliveryResource(delivery: Delivery): DeliveryResource {
   };
 }
 
+/** GET /webhooks/{id}/deliveries: the endpoint's delivery log, newest first, each with its attempts. */
+export async function listEndpointDeliveries(
+  deps: { webhooks: WebhooksRepository },
+  lenderId: string,
+  webhookId: string,
+  query: { limit?: number; starting_after?: string },
+): Promise<{ deliveries: Delivery[]; hasMore: boolean }> {
+  const endpoint = await requireEndpoint(deps, lenderId, webhookId);
+  const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);
+  return deps.webhooks.listDeliveries(endpoint.id, limit, query.starting_after);
+}
+
 /** POST .../deliveries/{id}/replay (D14): the same event again, as a new delivery with its own id. */
 export async function replayDelivery(
   deps: { webhooks: WebhooksRepository; now: () => Date; wake: () => void },
+  lenderId: string,
   webhookId: string,
   deliveryId: string,
 ): Promise<DeliveryResource> {
-  const original = await deps.webhooks.findDelivery(webhookId, deliveryId);
+  const endpoint = await requireEndpoint(deps, lenderId, webhookId);
+  if (!/^[0-9a-f-]{36}$/i.test(deliveryId)) throw new DomainError('not_found', `No delivery ${deliveryId} for webhook endpoint ${webhookId}.`);
+  const original = await deps.webhooks.findDelivery(endpoint.id, deliveryId);
   if (!original) throw new DomainError('not_found', `No delivery ${deliveryId} for webhook endpoint ${webhookId}.`);
   if (original.status === 'pending') {
     throw new DomainError('refused', `Delivery ${deliveryId} is still being attempted; replay it once it has succeeded or failed.`);

@@ -56,7 +56,7 @@ export class DeliveryWorker {
     const { clock, logger, scheduleSeconds } = this.options;
     const attemptedAt = clock.now();
     const attemptNumber = delivery.attempts + 1;
-    const { statusCode, durationMs, error } = await this.post(delivery, delivery.body, delivery.eventName, delivery.id, attemptedAt);
+    const { statusCode, durationMs, error, responseSnippet } = await this.post(delivery, delivery.body, delivery.eventName, delivery.id, attemptedAt);
     const succeeded = statusCode !== null && statusCode >= 200 && statusCode < 300;
     const firstAttemptAt = delivery.firstAttemptAt ?? attemptedAt.toISOString();
     const nextOffset = scheduleSeconds[attemptNumber];
@@ -77,7 +77,11 @@ export class DeliveryWorker {
         { ...fields, outcome: outcome.status },
         outcome.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; will retry',
       );
-    return { deliveryId: delivery.id, attempt: { attempt: attemptNumber, attemptedAt: attemptedAt.toISOString(), statusCode, durationMs, error }, outcome };
+    return {
+      deliveryId: delivery.id,
+      attempt: { attempt: attemptNumber, attemptedAt: attemptedAt.toISOString(), statusCode, durationMs, error, responseSnippet },
+      outcome,
+    };
   }
 
   /**
@@ -90,10 +94,11 @@ export class DeliveryWorker {
     eventName: string,
     deliveryId: string,
     at: Date,
-  ): Promise<{ statusCode: number | null; durationMs: number; error: string | null }> {
+  ): Promise<{ statusCode: number | null; durationMs: number; error: string | null; responseSnippet: string | null }> {
     const started = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
+    let responseSnippet: string | null = null;
     try {
       const response = await request(endpoint.url, {
         method: 'POST',
@@ -110,11 +115,11 @@ export class DeliveryWorker {
       });
       statusCode = response.statusCode;
       // Redirects are not followed: a redirect could lead to an address the guard never checked.
-      await response.body.dump();
+      responseSnippet = await snippetOf(response.body);
     } catch (caught) {
       error = describe(caught);
     }
-    return { statusCode, durationMs: Math.round(performance.now() - started), error };
+    return { statusCode, durationMs: Math.round(performance.now() - started), error, responseSnippet };
   }
 
   /**
@@ -157,6 +162,38 @@ export class DeliveryWorker {
     clearTimeout(this.timer);
     await Promise.all(this.passes);
   }
+}
+
+/** What of a receiver's answer is kept: its start, as text, for the delivery log. */
+export const SNIPPET_CHARS = 300;
+/** Beyond this much of an answer the connection is dropped rather than read (undici's dump limit). */
+const MAX_READ_BYTES = 128 * 1024;
+
+/**
+ * Reads the answer's start for the log and discards the rest, as `dump()` would: up to
+ * MAX_READ_BYTES so the connection can be reused, past that the stream is destroyed.
+ */
+async function snippetOf(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string | null> {
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let read = 0;
+  for await (const chunk of body) {
+    if (keptBytes < SNIPPET_CHARS * 4) {
+      kept.push(chunk);
+      keptBytes += chunk.length;
+    }
+    read += chunk.length;
+    if (read > MAX_READ_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  // Control characters other than line feeds would only garble the log.
+  const text = Buffer.concat(kept)
+    .toString('utf8')
+    .replace(/(?!\n)\p{Cc}/gu, '')
+    .slice(0, SNIPPET_CHARS);
+  return text === '' ? null : text;
 }
 
 function describe(error: unknown): string {

@@ -113,6 +113,19 @@ export function signingSecrets(
   return secrets;
 }
 
+/**
+ * The endpoint's current secret, for the dashboard's admins (section 5.7: "visible in the lender
+ * dashboard"). The API shows a secret only when it is made; a browser session asks again here.
+ */
+export async function revealWebhookSecret(
+  deps: EndpointDeps,
+  lenderId: string,
+  webhookId: string,
+): Promise<{ secret: string; previous_secret_expires_at: string | null }> {
+  const endpoint = await requireEndpoint(deps, lenderId, webhookId);
+  return { secret: decryptSecret(deps.encryptionKey, endpoint.secretCiphertext), previous_secret_expires_at: overlapEnd(endpoint, deps.now()) };
+}
+
 export async function removeWebhook(deps: EndpointDeps, lenderId: string, webhookId: string): Promise<void> {
   if (!(await deps.webhooks.deleteEndpoint(lenderId, webhookId, deps.now().toISOString()))) {
     throw new DomainError('not_found', `No webhook endpoint ${webhookId}.`);
@@ -132,7 +145,7 @@ export type PostToEndpoint = (
   eventName: string,
   deliveryId: string,
   at: Date,
-) => Promise<{ statusCode: number | null; durationMs: number; error: string | null }>;
+) => Promise<{ statusCode: number | null; durationMs: number; error: string | null; responseSnippet?: string | null }>;
 
 /**
  * POST /webhooks/{id}/test (P25): one signed `webhook.test` to the endpoint now, whatever it

@@ -22,6 +22,8 @@ export interface DeliveryAttempt {
   statusCode: number | null;
   durationMs: number;
   error: string | null;
+  /** The start of the receiver's answer, for people reading the log. */
+  responseSnippet: string | null;
 }
 
 export interface Delivery {
@@ -105,6 +107,7 @@ interface AttemptRow {
   status_code: number | null;
   duration_ms: number;
   error: string | null;
+  response_snippet: string | null;
 }
 
 interface DueRow {
@@ -326,6 +329,7 @@ export class WebhooksRepository {
           status_code: attempt.statusCode,
           duration_ms: attempt.durationMs,
           error: attempt.error,
+          response_snippet: attempt.responseSnippet,
         })),
       );
       for (const { deliveryId, attempt, outcome } of records) {
@@ -436,7 +440,14 @@ export class WebhooksRepository {
       status: row.status === 'sending' ? 'pending' : row.status,
       attempts: attempts
         .filter((a) => a.delivery_id === row.id)
-        .map((a) => ({ attempt: a.attempt, attemptedAt: a.attempted_at, statusCode: a.status_code, durationMs: a.duration_ms, error: a.error })),
+        .map((a) => ({
+          attempt: a.attempt,
+          attemptedAt: a.attempted_at,
+          statusCode: a.status_code,
+          durationMs: a.duration_ms,
+          error: a.error,
+          responseSnippet: a.response_snippet,
+        })),
       nextAttemptAt: row.status === 'pending' || row.status === 'sending' ? row.next_attempt_at : null,
       replayOf: row.replay_of,
       createdAt: row.created_at,

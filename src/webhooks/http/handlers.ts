@@ -1,12 +1,10 @@
-import { ApiError } from '../../platform/http/error-catalogue.ts';
 import { principalOf, type OperationHandler } from '../../platform/http/operation-handler.ts';
-import { replayDelivery, toDeliveryResource } from '../deliveries.ts';
+import { listEndpointDeliveries, replayDelivery, toDeliveryResource } from '../deliveries.ts';
 import {
   getWebhook as get,
   listWebhooks as list,
   registerWebhook,
   removeWebhook,
-  requireEndpoint,
   rotateWebhookSecret as rotate,
   sendTestEvent,
   type EndpointDeps,
@@ -50,21 +48,14 @@ export function deleteWebhook(deps: WebhookHandlerDeps): OperationHandler<'delet
 
 export function listWebhookDeliveries(deps: WebhookHandlerDeps): OperationHandler<'listWebhookDeliveries'> {
   return async (request) => {
-    const endpoint = await requireEndpoint(deps, principalOf(request).lender.id, request.params.webhook_id);
-    const { deliveries, hasMore } = await deps.webhooks.listDeliveries(
-      endpoint.id,
-      Math.min(Math.max(request.query.limit ?? 20, 1), 100),
-      request.query.starting_after,
-    );
+    const { deliveries, hasMore } = await listEndpointDeliveries(deps, principalOf(request).lender.id, request.params.webhook_id, request.query);
     return { status: 200, body: { data: deliveries.map(toDeliveryResource), has_more: hasMore } };
   };
 }
 
 export function replayWebhookDelivery(deps: WebhookHandlerDeps): OperationHandler<'replayWebhookDelivery'> {
   return async (request) => {
-    const endpoint = await requireEndpoint(deps, principalOf(request).lender.id, request.params.webhook_id);
-    if (!/^[0-9a-f-]{36}$/i.test(request.params.delivery_id)) throw new ApiError('not_found', `No delivery ${request.params.delivery_id}.`);
-    const body = await replayDelivery({ webhooks: deps.webhooks, now: deps.now, wake: deps.wakeDeliveries }, endpoint.id, request.params.delivery_id);
-    return { status: 202, body };
+    const replayDeps = { webhooks: deps.webhooks, now: deps.now, wake: deps.wakeDeliveries };
+    return { status: 202, body: await replayDelivery(replayDeps, principalOf(request).lender.id, request.params.webhook_id, request.params.delivery_id) };
   };
 }

@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import { createHttpServer } from './platform/http/http-server.ts';
 import { ConfigError, loadConfig } from './platform/config.ts';
 import { createLogger } from './platform/logger.ts';
+import { DEMO_DASHBOARD_USER } from './dashboard/dashboard-users.ts';
 import { startService } from './service.ts';
 
 /** How often due jobs are looked for; sandbox outcomes land within this of their time. */
@@ -50,6 +51,10 @@ async function main(): Promise<void> {
       `  API docs:      ${base}/docs`,
       `  OpenAPI:       ${base}/openapi.json`,
       ...(config.demoApiKey ? [`  Demo API key:  ${config.demoApiKey}  (public sandbox key, role lender)`] : []),
+      `  Dashboard:     ${base}/dashboard`,
+      ...(config.demoApiKey
+        ? [`  Demo sign-in:  ${DEMO_DASHBOARD_USER.email} / ${DEMO_DASHBOARD_USER.password}  (public sandbox dashboard admin of the demo lender)`]
+        : []),
       `  Try:           curl -H "Authorization: Bearer ${config.demoApiKey ?? '<API_KEY>'}" ${base}/api/v1/verifications/vrf_unknown`,
       ...service.unavailablePlatforms.map(
         ({ platform, variables }) =>

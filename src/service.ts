@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
 import { AccountsRepository } from './accounts/accounts-repository.ts';
-import { deploymentModeOf, ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
+import { DEMO_LENDER_ID, deploymentModeOf, ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
 import { ConfigError, type Config } from './platform/config.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { openDatabase, type Database } from './platform/db/database.ts';
@@ -25,6 +25,9 @@ import { BenchmarksRepository } from './benchmarks/benchmarks-repository.ts';
 import { countInCohort, countUncountedTapes, loadReferencePopulation } from './benchmarks/peer-benchmark.ts';
 import { ConsentRepository } from './consent/consent-repository.ts';
 import { consentRoutes } from './consent/http/consent-routes.ts';
+import { DashboardRepository } from './dashboard/dashboard-repository.ts';
+import { ensureDemoDashboardUser } from './dashboard/dashboard-users.ts';
+import { dashboardRoutes } from './dashboard/http/dashboard-routes.ts';
 import { providerIncomeSource } from './consent/provider-income.ts';
 import { configuredProviders } from './consent/providers.ts';
 import { validatePolicyOverrides } from './tape/index.ts';
@@ -114,8 +117,10 @@ export async function startService(config: Config, logger: Logger, options: Serv
       throw new ConfigError(`Invalid configuration: SERVICE_MODE is ${config.mode}, but this database belongs to a ${databaseMode} deployment`);
     }
     const encryptionKey = await resolveEncryptionKey(config, accounts);
+    const dashboardUsers = { users: new DashboardRepository(db.knex), accounts, now: () => clock.now() };
     if (config.mode === 'sandbox' && config.demoApiKey) {
       await ensureDemoAccount(adminContext(config, accounts, clock), config.demoApiKey);
+      await ensureDemoDashboardUser(dashboardUsers, DEMO_LENDER_ID);
     }
     const queue = new JobQueue(db.knex, db.dialect);
     const webhooks = new WebhooksRepository(db.knex, db.dialect);
@@ -182,17 +187,19 @@ export async function startService(config: Config, logger: Logger, options: Serv
     const revocation: GrantRevocationDeps = { consent: consentRepository, providers, encryptionKey, logger, now };
     const jobHandlers = { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) };
     const jobs = new JobRunner(queue, jobHandlers, clock, logger, { leaseMs: config.jobLeaseMs });
+    const webhookUseCases = {
+      webhooks,
+      encryptionKey,
+      allowPrivateTargets: config.webhookAllowPrivateTargets,
+      now,
+      wakeDeliveries,
+      post: deliveries.post.bind(deliveries),
+    };
+    const benchmarkUseCases = { lifecycle, benchmarks, reference: loadReferencePopulation(), now };
     const handlers = createHandlers({
       lifecycle,
-      webhooks: {
-        webhooks,
-        encryptionKey,
-        allowPrivateTargets: config.webhookAllowPrivateTargets,
-        now,
-        wakeDeliveries,
-        post: (endpoint, body, event, deliveryId, at) => deliveries.post(endpoint, body, event, deliveryId, at),
-      },
-      benchmarks: { lifecycle, benchmarks, reference: loadReferencePopulation(), now },
+      webhooks: webhookUseCases,
+      benchmarks: benchmarkUseCases,
       dataSubjects: { lifecycle, consent: consentRepository, webhooks, audit: new GdprRepository(db.knex), revocation, encryptionKey, now },
       tapeSigner,
       isDatabaseReachable: () => db.isReachable(),
@@ -216,15 +223,30 @@ export async function startService(config: Config, logger: Logger, options: Serv
           logger,
         })
       : null;
+    const dashboard = dashboardRoutes({
+      users: dashboardUsers,
+      lifecycle,
+      benchmarks: benchmarkUseCases,
+      webhooks: webhookUseCases,
+      accounts,
+      rateLimits,
+      mode: config.mode,
+      // Secure cookies need https; only a sandbox on the operator's own machine goes without.
+      secureCookies: !(config.mode === 'sandbox' && config.publicBaseUrl.startsWith('http:')),
+      logger,
+    });
     const app = createHttpApp({
       config,
       logger,
-      authenticate: authenticate({ accounts, mode: config.mode, limits: rateLimits }),
+      authenticate: authenticate({ accounts, mode: config.mode, limits: rateLimits, now }),
       rateLimits,
       apiDocument,
       handlers,
       pendingOperations: PENDING_OPERATIONS,
-      pages: [{ path: '/consent', router: consentRoutes({ ...consent, mode: config.mode, publicBaseUrl: config.publicBaseUrl }) }],
+      pages: [
+        { path: '/consent', router: consentRoutes({ ...consent, mode: config.mode, publicBaseUrl: config.publicBaseUrl }) },
+        { path: '/dashboard', router: dashboard },
+      ],
       ...(metrics ? { requestMetrics: requestMetrics(listOperations(apiDocument)) } : {}),
     });
     return {

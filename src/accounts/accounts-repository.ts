@@ -21,6 +21,9 @@ interface KeyRow {
   key_prefix: string;
   created_at: string;
   revoked_at: string | null;
+  last_used_at?: string | null;
+  rate_limit_per_minute?: number | null;
+  rate_limit_burst?: number | null;
 }
 
 const toLender = (row: LenderRow): LenderAccount => ({
@@ -43,6 +46,8 @@ const toKey = (row: KeyRow): ApiKeyRecord => ({
   keyPrefix: row.key_prefix,
   createdAt: row.created_at,
   revokedAt: row.revoked_at,
+  lastUsedAt: row.last_used_at ?? null,
+  rateLimit: row.rate_limit_per_minute && row.rate_limit_burst ? { perMinute: row.rate_limit_per_minute, burst: row.rate_limit_burst } : null,
 });
 
 const keyRow = (key: ApiKeyRecord, keyHash: string) => ({
@@ -138,6 +143,16 @@ export class AccountsRepository {
       .where({ lender_id: lenderId })
       .orderBy([{ column: 'created_at' }, { column: 'id' }]);
     return rows.map(toKey);
+  }
+
+  /** Records that the key was used at `at` (never moving the time back when processes race). */
+  async recordKeyUse(keyId: string, at: string): Promise<void> {
+    await this.knex('api_keys')
+      .where({ id: keyId })
+      .andWhere((q) => {
+        void q.whereNull('last_used_at').orWhere('last_used_at', '<', at);
+      })
+      .update({ last_used_at: at });
   }
 
   async setKeyRateLimit(keyId: string, limit: { perMinute: number; burst: number } | null): Promise<boolean> {

@@ -9,4 +9,8 @@ export interface ApiKeyRecord {
   keyPrefix: string;
   createdAt: string;
   revokedAt: string | null;
+  /** Within a minute or so (recorded at most once a minute per key and process); null if never used. */
+  lastUsedAt?: string | null;
+  /** An operator's limit for this one key (D8), when it has one. */
+  rateLimit?: { perMinute: number; burst: number } | null;
 }

@@ -14,7 +14,8 @@ const unauthorized = (message: string) => new ApiError('unauthorized', message, 
  * before the rate limiter, so every /api/v1 request is attributed to a key or refused with 401.
  * The key is looked up by hash on every request, so a revocation takes effect on the next one (D9).
  */
-export function authenticate(deps: { accounts: AccountsRepository; mode: ServiceMode; limits: RateLimits }): RequestHandler {
+export function authenticate(deps: { accounts: AccountsRepository; mode: ServiceMode; limits: RateLimits; now?: () => Date }): RequestHandler {
+  const recordUse = keyUseRecorder(deps.accounts, deps.now ?? (() => new Date()));
   return async (req, res, next) => {
     try {
       const header = req.get('authorization');
@@ -35,6 +36,7 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
         throw new ApiError('forbidden', "This address is not on the lender account's IP allowlist.");
       }
       req.principal = principal;
+      recordUse(principal.keyId);
       next();
     } catch (error) {
       let answer: unknown = error;
@@ -47,5 +49,24 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
       }
       next(answer);
     }
+  };
+}
+
+/** A key's last use is written at most this often per process: the dashboard shows it to the minute. */
+export const KEY_USE_RECORD_INTERVAL_MS = 60_000;
+
+/**
+ * Records keys' last use off the request's path: a map lookup per request, and a write (not awaited)
+ * only when this process has not written one for the key within the interval. A failed write is
+ * dropped: the time is informative, and the next minute's request writes it again.
+ */
+export function keyUseRecorder(accounts: Pick<AccountsRepository, 'recordKeyUse'>, now: () => Date): (keyId: string) => void {
+  const recorded = new Map<string, number>();
+  return (keyId) => {
+    const at = now();
+    const last = recorded.get(keyId);
+    if (last !== undefined && at.getTime() - last < KEY_USE_RECORD_INTERVAL_MS) return;
+    recorded.set(keyId, at.getTime());
+    accounts.recordKeyUse(keyId, at.toISOString()).catch(() => recorded.delete(keyId));
   };
 }

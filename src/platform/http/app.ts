@@ -24,7 +24,7 @@ export interface HttpAppDeps {
   pendingOperations: Partial<Record<OperationId, string>>;
   /** Times and counts every request (platform/metrics); absent when metrics are off (METRICS_PORT unset). */
   requestMetrics?: RequestHandler;
-  /** Browser pages outside the API (the creator's consent pages), mounted before the API. */
+  /** Browser pages outside the API (the creator's consent pages, the lender dashboard), mounted before the API. */
   pages?: Array<{ path: string; router: Router }>;
 }
 
@@ -193,7 +193,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
       validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req, scopes) } },
       validateFormats: true,
       ignoreUndocumented: false,
-      ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples|consent)(\/|$)/,
+      ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples|consent|dashboard)(\/|$)/,
     }),
   );
 

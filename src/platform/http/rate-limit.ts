@@ -55,6 +55,12 @@ export class RateLimits {
     return limiter;
   }
 
+  /** What the subject has used of its minute window so far, without counting anything. */
+  async usage(subject: string, quota: Quota): Promise<{ used: number; resetsInMs: number }> {
+    const state = await this.limiter(quota.perMinute, 60).get(subject);
+    return state ? { used: state.consumedPoints, resetsInMs: Math.max(0, state.msBeforeNext) } : { used: 0, resetsInMs: 0 };
+  }
+
   /** Counts one request against the burst limit, then the minute window. */
   async consume(subject: string, quota: Quota): Promise<Outcome> {
     const minute = this.limiter(quota.perMinute, 60);

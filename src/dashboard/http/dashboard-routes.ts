@@ -1,0 +1,350 @@
+import { randomBytes } from 'node:crypto';
+import express, { type CookieOptions, type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
+import type { AccountsRepository } from '../../accounts/accounts-repository.ts';
+import { peerBenchmark, type PeerBenchmarkDeps } from '../../benchmarks/peer-benchmark.ts';
+import type { ServiceMode } from '../../platform/config.ts';
+import { isDatabaseUnavailable } from '../../platform/db/database.ts';
+import { DomainError } from '../../platform/domain-error.ts';
+import { securePage } from '../../platform/http/page-headers.ts';
+import { PLAN_QUOTAS, quotaFor, type RateLimits } from '../../platform/http/rate-limit.ts';
+import type { Logger } from '../../platform/logger.ts';
+import { PRODUCT_TYPES, SCHEMA_VERSIONS, type SchemaVersion } from '../../tape/index.ts';
+import { VERIFICATION_STATES } from '../../verifications/state-machine.ts';
+import type { VerificationLifecycle } from '../../verifications/verification-lifecycle.ts';
+import { listEndpointDeliveries, replayDelivery } from '../../webhooks/deliveries.ts';
+import {
+  getWebhook,
+  listWebhooks,
+  registerWebhook,
+  removeWebhook,
+  revealWebhookSecret,
+  rotateWebhookSecret,
+  sendTestEvent,
+  type EndpointDeps,
+  type PostToEndpoint,
+} from '../../webhooks/endpoints.ts';
+import type { DashboardRepository } from '../dashboard-repository.ts';
+import { sameToken, sessionOf, signIn, signOut, type ActiveSession, type DashboardUsersDeps } from '../dashboard-users.ts';
+import {
+  accountPage,
+  DASHBOARD_CSS,
+  messagePage,
+  signInPage,
+  verificationListPage,
+  verificationPage,
+  webhookListPage,
+  webhookPage,
+  type EventName,
+  type ListFilters,
+  type Viewer,
+} from '../pages.ts';
+
+export interface DashboardDeps {
+  users: DashboardUsersDeps & { users: DashboardRepository };
+  /** The same facade, benchmark, webhook and account use cases the API's handlers call. */
+  lifecycle: VerificationLifecycle;
+  benchmarks: PeerBenchmarkDeps;
+  webhooks: EndpointDeps & { wakeDeliveries: () => void; post: PostToEndpoint };
+  accounts: Pick<AccountsRepository, 'listKeys'>;
+  rateLimits: RateLimits;
+  mode: ServiceMode;
+  /** Cookies are Secure (and `__Host-` named) unless this is a sandbox reached over plain http on the operator's machine. */
+  secureCookies: boolean;
+  logger: Logger;
+}
+
+/** Sign-in attempts per client address and per email address (D8's limiter): slow enough to make guessing useless. */
+export const SIGN_IN_QUOTA = { perMinute: 10, burst: 5 };
+
+const SUBSCRIBABLE: readonly EventName[] = ['verification.completed', 'verification.failed', 'verification.expired', 'verification.cancelled', 'tape.updated'];
+const NOTICES: Record<string, string> = {
+  deleted: 'The endpoint was deleted.',
+  replayed: 'The delivery was queued again; the log shows its attempts.',
+  signed_out: 'You are signed out.',
+};
+
+const STATUS_OF_DOMAIN_ERROR: Record<DomainError['kind'], number> = { not_found: 404, conflict: 409, invalid: 400, refused: 422 };
+
+function readCookie(req: Request, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const at = part.indexOf('=');
+    if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim();
+  }
+  return undefined;
+}
+
+/** A route parameter; Express types those of routes with several handlers loosely. */
+const param = (req: Request, name: string): string => {
+  const value = (req.params as Record<string, unknown>)[name];
+  return typeof value === 'string' ? value : '';
+};
+const one = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+interface Locals {
+  session: ActiveSession;
+  token: string;
+}
+const viewerOf = (res: Response): Viewer => (res.locals as Locals).session;
+
+/** The lender dashboard at `/dashboard` (issue: lender dashboard): server-rendered, signed in with a dashboard user, never an API key. */
+export function dashboardRoutes(deps: DashboardDeps): Router {
+  const router = express.Router({ strict: true, caseSensitive: true });
+  const sessionCookie = deps.secureCookies ? '__Host-civ_dashboard' : 'civ_dashboard';
+  const loginCookie = deps.secureCookies ? '__Host-civ_dashboard_login' : 'civ_dashboard_login';
+  const cookieOptions: CookieOptions = { httpOnly: true, secure: deps.secureCookies, sameSite: 'strict', path: '/' };
+  const html = (res: Response, status: number, body: string) =>
+    securePage(res, { formTargets: "'self'", referrer: 'same-origin', vary: 'Cookie' }).status(status).type('html').send(body);
+  const refuse = (res: Response, status: number, title: string, message: string) => {
+    const locals = res.locals as Partial<Locals>;
+    return html(res, status, messagePage(locals.session ?? null, title, message));
+  };
+
+  router.use(express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 50 }));
+
+  router.get('/assets/dashboard.css', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.type('text/css').send(DASHBOARD_CSS);
+  });
+
+  // A form posted from another site is refused before anything else: browsers say where a request
+  // comes from in Sec-Fetch-Site. The per-session token below is what refuses the rest.
+  router.post('/{*rest}', (req, res, next) => {
+    const site = req.get('sec-fetch-site');
+    if (!site || site === 'same-origin' || site === 'none') return next();
+    return refuse(res, 403, 'Refused', 'This form was sent from another site.');
+  });
+
+  // Sign-in: its form carries a token that must equal a cookie set with the form (double submit),
+  // so another site cannot sign a browser in to an account of its choosing.
+  const showSignIn = (res: Response, status: number, options: { email?: string; error?: string; notice?: string } = {}) => {
+    const loginToken = randomBytes(32).toString('base64url');
+    res.cookie(loginCookie, loginToken, { ...cookieOptions, maxAge: 60 * 60 * 1000 });
+    return html(res, status, signInPage({ loginToken, ...options }));
+  };
+
+  router.get('/sign-in', async (req, res) => {
+    if (await sessionOf(deps.users, readCookie(req, sessionCookie))) return res.redirect(303, '/dashboard/verifications');
+    return showSignIn(res, 200, { notice: NOTICES[one(req.query.notice) ?? ''] });
+  });
+
+  router.post('/sign-in', async (req, res) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const expected = readCookie(req, loginCookie);
+    if (!expected || !sameToken(expected, body._csrf)) {
+      return showSignIn(res, 403, { error: 'The sign-in form expired or did not come from this site. Please try again.' });
+    }
+    const email = (one(body.email) ?? '').trim().slice(0, 254);
+    const password = one(body.password) ?? '';
+    for (const subject of [`dashboard-sign-in:ip:${req.ip ?? 'unknown'}`, `dashboard-sign-in:email:${email.toLowerCase()}`]) {
+      const outcome = await deps.rateLimits.consume(subject, SIGN_IN_QUOTA);
+      if (!outcome.allowed) {
+        const seconds = Math.max(1, Math.ceil(outcome.retryAfterMs / 1000));
+        res.setHeader('Retry-After', String(seconds));
+        return showSignIn(res, 429, { email, error: `Too many sign-in attempts. Try again in ${seconds} seconds.` });
+      }
+    }
+    const signedIn = await signIn(deps.users, email, password);
+    if (!signedIn) return showSignIn(res, 401, { email, error: 'That email and password do not match a dashboard user.' });
+    res.clearCookie(loginCookie, cookieOptions);
+    res.cookie(sessionCookie, signedIn.token, { ...cookieOptions, expires: new Date(signedIn.expiresAt) });
+    deps.logger.info({ dashboardUser: signedIn.user.id, lenderId: signedIn.user.lenderId }, 'dashboard sign-in');
+    return res.redirect(303, '/dashboard/verifications');
+  });
+
+  // Every other page needs a live session; every form of it its session's token.
+  const requireSession: RequestHandler = async (req, res, next) => {
+    try {
+      const token = readCookie(req, sessionCookie);
+      const session = await sessionOf(deps.users, token);
+      if (!session || !token) {
+        if (req.method === 'GET' || req.method === 'HEAD') return res.redirect(303, '/dashboard/sign-in');
+        return refuse(res, 403, 'Signed out', 'Your session has ended. Sign in again, then repeat what you were doing.');
+      }
+      Object.assign(res.locals, { session, token } satisfies Locals);
+      if (req.method === 'POST' && !sameToken(session.csrfToken, (req.body as Record<string, unknown> | undefined)?._csrf)) {
+        return refuse(res, 403, 'Refused', 'This form is not from your current session. Reload the page and try again.');
+      }
+      return next();
+    } catch (error) {
+      return next(error);
+    }
+  };
+  const adminOnly: RequestHandler = (_req, res, next) => {
+    if (viewerOf(res).user.role === 'admin') return next();
+    return refuse(res, 403, 'Admins only', 'Your dashboard role is viewer: it reads everything and changes nothing. Ask an admin of your account.');
+  };
+  router.use(requireSession);
+
+  router.post('/sign-out', async (_req, res) => {
+    await signOut(deps.users, (res.locals as Locals).token);
+    res.clearCookie(sessionCookie, cookieOptions);
+    return res.redirect(303, '/dashboard/sign-in?notice=signed_out');
+  });
+
+  router.get('/', (_req, res) => res.redirect(303, '/dashboard/verifications'));
+
+  // Verifications
+
+  router.get('/verifications', async (req, res) => {
+    const viewer = viewerOf(res);
+    const filters: ListFilters = {};
+    for (const name of ['status', 'obligor_reference', 'product_type', 'created_gte', 'created_lt'] as const) {
+      const value = one(req.query[name])?.trim();
+      if (value) filters[name] = value;
+    }
+    const limit = one(req.query.limit);
+    if (limit && /^\d{1,3}$/.test(limit)) filters.limit = Math.min(Math.max(Number(limit), 1), 100);
+    const page = { filters, statuses: VERIFICATION_STATES, productTypes: PRODUCT_TYPES };
+    try {
+      if (filters.status && !(VERIFICATION_STATES as readonly string[]).includes(filters.status))
+        throw new DomainError('invalid', `There is no status "${filters.status}".`);
+      if (filters.product_type && !(PRODUCT_TYPES as readonly string[]).includes(filters.product_type)) {
+        throw new DomainError('invalid', `There is no product type "${filters.product_type}".`);
+      }
+      const list = await deps.lifecycle.listForLender(viewer.lender.id, {
+        ...(filters as Parameters<VerificationLifecycle['listForLender']>[1]),
+        starting_after: one(req.query.starting_after),
+      });
+      return html(res, 200, verificationListPage(viewer, { ...page, data: list.data, hasMore: list.has_more }));
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.kind !== 'invalid') throw error;
+      return html(res, 400, verificationListPage(viewer, { ...page, data: [], hasMore: false, error: error.message }));
+    }
+  });
+
+  router.get('/verifications/:id', async (req, res) => {
+    const viewer = viewerOf(res);
+    const lenderId = viewer.lender.id;
+    const verification = await deps.lifecycle.findForLender(lenderId, param(req, 'id'));
+    const timeline = verification && (await deps.lifecycle.timelineForLender(lenderId, verification.verification_id));
+    if (!verification || !timeline) throw new DomainError('not_found', `There is no verification ${param(req, 'id')} in your account.`);
+    const completed = verification.status === 'completed';
+    const tape = completed ? await deps.lifecycle.renderedTapeForLender(lenderId, verification.verification_id, '2.0.0') : null;
+    const benchmark = completed ? await peerBenchmark(deps.benchmarks, lenderId, verification.verification_id) : null;
+    return html(res, 200, verificationPage(viewer, { verification, timeline, tape, benchmark, versions: [...SCHEMA_VERSIONS].reverse() }));
+  });
+
+  router.get('/verifications/:id/tape.json', async (req, res) => {
+    const version = one(req.query.schema_version) ?? '2.0.0';
+    if (!(SCHEMA_VERSIONS as readonly string[]).includes(version)) throw new DomainError('invalid', `There is no tape schema version "${version}".`);
+    const tape = await deps.lifecycle.renderedTapeForLender(viewerOf(res).lender.id, param(req, 'id'), version as SchemaVersion);
+    res.setHeader('Content-Disposition', `attachment; filename="risk-tape-${tape.verification_id}-${version}.json"`);
+    res.setHeader('Cache-Control', 'no-store');
+    return res.type('application/json').send(JSON.stringify(tape, null, 2));
+  });
+
+  // Webhooks
+
+  const webhookList = async (req: Request, res: Response, status: number, extra: Partial<Parameters<typeof webhookListPage>[1]> = {}) => {
+    const viewer = viewerOf(res);
+    const list = await listWebhooks(deps.webhooks, viewer.lender.id, { starting_after: one(req.query.starting_after) });
+    return html(
+      res,
+      status,
+      webhookListPage(viewer, { data: list.data, hasMore: list.has_more, events: SUBSCRIBABLE, notice: NOTICES[one(req.query.notice) ?? ''], ...extra }),
+    );
+  };
+  router.get('/webhooks', (req, res) => webhookList(req, res, 200));
+
+  router.post('/webhooks', adminOnly, async (req, res) => {
+    const body = req.body as Record<string, unknown>;
+    const events = (Array.isArray(body.events) ? body.events : [body.events]).filter((name): name is EventName => SUBSCRIBABLE.includes(name as EventName));
+    if (events.length === 0) throw new DomainError('invalid', 'Choose at least one event.');
+    const { secret, ...webhook } = await registerWebhook(deps.webhooks, viewerOf(res).lender.id, { url: one(body.url) ?? '', events });
+    return webhookList(req, res, 201, { created: { webhook, secret } });
+  });
+
+  const webhookDetail = async (req: Request, res: Response, status: number, extra: Partial<Parameters<typeof webhookPage>[1]> = {}) => {
+    const viewer = viewerOf(res);
+    const id = param(req, 'id');
+    const webhook = await getWebhook(deps.webhooks, viewer.lender.id, id);
+    const log = await listEndpointDeliveries(deps.webhooks, viewer.lender.id, id, {
+      starting_after: req.method === 'GET' ? one(req.query.starting_after) : undefined,
+    });
+    return html(
+      res,
+      status,
+      webhookPage(viewer, { webhook, deliveries: log.deliveries, hasMore: log.hasMore, notice: NOTICES[one(req.query.notice) ?? ''], ...extra }),
+    );
+  };
+  router.get('/webhooks/:id', (req, res) => webhookDetail(req, res, 200));
+
+  router.post('/webhooks/:id/secret', adminOnly, async (req, res) => {
+    const { secret } = await revealWebhookSecret(deps.webhooks, viewerOf(res).lender.id, param(req, 'id'));
+    deps.logger.info({ dashboardUser: viewerOf(res).user.id, webhookId: param(req, 'id') }, 'dashboard: webhook secret shown');
+    return webhookDetail(req, res, 200, { secret: { label: 'The current signing secret. Receivers verify X-Service-Signature with it.', value: secret } });
+  });
+
+  router.post('/webhooks/:id/rotate-secret', adminOnly, async (req, res) => {
+    const overlap = one((req.body as Record<string, unknown>).overlap_seconds) ?? '86400';
+    if (!/^(0|3600|86400|604800)$/.test(overlap)) throw new DomainError('invalid', 'Choose one of the offered overlaps.');
+    const rotated = await rotateWebhookSecret(deps.webhooks, viewerOf(res).lender.id, param(req, 'id'), Number(overlap));
+    deps.logger.info({ dashboardUser: viewerOf(res).user.id, webhookId: param(req, 'id') }, 'dashboard: webhook secret rotated');
+    const until = rotated.previous_secret_expires_at
+      ? `The previous secret keeps signing beside it until ${rotated.previous_secret_expires_at}.`
+      : 'The previous secret no longer signs.';
+    return webhookDetail(req, res, 200, { secret: { label: `The new signing secret. ${until}`, value: rotated.secret } });
+  });
+
+  router.post('/webhooks/:id/test', adminOnly, async (req, res) => {
+    const outcome = await sendTestEvent(deps.webhooks, viewerOf(res).lender.id, param(req, 'id'));
+    const answer = outcome.status_code === null ? `no answer (${outcome.error ?? 'unknown error'})` : `HTTP ${outcome.status_code}`;
+    const test = `Test event ${outcome.event_id} ${outcome.succeeded ? 'was acknowledged' : 'was not acknowledged'}: ${answer} in ${outcome.duration_ms} ms.`;
+    return webhookDetail(req, res, 200, { test });
+  });
+
+  router.post('/webhooks/:id/delete', adminOnly, async (req, res) => {
+    await removeWebhook(deps.webhooks, viewerOf(res).lender.id, param(req, 'id'));
+    return res.redirect(303, '/dashboard/webhooks?notice=deleted');
+  });
+
+  router.post('/webhooks/:id/deliveries/:deliveryId/replay', adminOnly, async (req, res) => {
+    const replayDeps = { webhooks: deps.webhooks.webhooks, now: deps.webhooks.now, wake: deps.webhooks.wakeDeliveries };
+    await replayDelivery(replayDeps, viewerOf(res).lender.id, param(req, 'id'), param(req, 'deliveryId'));
+    return res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(param(req, 'id'))}?notice=replayed`);
+  });
+
+  // Account
+
+  router.get('/account', async (_req, res) => {
+    const viewer = viewerOf(res);
+    const { lender } = viewer;
+    const records = await deps.accounts.listKeys(lender.id);
+    const keys = await Promise.all(
+      records.map(async (key) => {
+        const quota = quotaFor({ keyId: key.id, role: key.role, lender, keyRateLimit: key.rateLimit ?? null }, deps.mode);
+        return { ...key, quota, usedThisMinute: key.revokedAt ? 0 : (await deps.rateLimits.usage(`key:${key.id}`, quota)).used };
+      }),
+    );
+    const base = PLAN_QUOTAS[deps.mode === 'sandbox' ? 'sandbox' : lender.plan];
+    const custom = Boolean(lender.rateLimitPerMinute && lender.rateLimitBurst);
+    const plan = {
+      name: deps.mode === 'sandbox' ? `${lender.plan} (sandbox limits)` : lender.plan,
+      perMinute: custom ? lender.rateLimitPerMinute! : base.perMinute,
+      burst: custom ? lender.rateLimitBurst! : base.burst,
+      custom,
+    };
+    return html(res, 200, accountPage(viewer, { plan, keys, users: await deps.users.users.listUsers(lender.id) }));
+  });
+
+  const refusals: ErrorRequestHandler = (error, _req, res, next) => {
+    if (res.headersSent) return next(error);
+    if (error instanceof DomainError) {
+      const title = { not_found: 'Not found', conflict: 'Conflict', invalid: 'Please check the form', refused: 'Not possible' }[error.kind];
+      return refuse(res, STATUS_OF_DOMAIN_ERROR[error.kind], title, error.message);
+    }
+    if (isDatabaseUnavailable(error)) {
+      deps.logger.warn({ err: error }, 'dashboard: database unavailable');
+      res.setHeader('Retry-After', '5');
+      return refuse(res, 503, 'Temporarily unavailable', 'The service cannot reach its database right now. Try again in a few seconds.');
+    }
+    deps.logger.error({ err: error }, 'dashboard page failed');
+    return refuse(res, 500, 'Something went wrong', 'The page could not be shown. The error was logged; try again.');
+  };
+  router.use(refusals);
+  router.use((req, res, next) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    return refuse(res, 404, 'Not found', 'There is no such dashboard page.');
+  });
+  return router;
+}

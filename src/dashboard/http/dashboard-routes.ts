@@ -53,8 +53,13 @@ export interface DashboardDeps {
   logger: Logger;
 }
 
-/** Sign-in attempts per client address and per email address (D8's limiter): slow enough to make guessing useless. */
-export const SIGN_IN_QUOTA = { perMinute: 10, burst: 5 };
+/**
+ * Failed sign-ins allowed per email address and per client address (D8's limiter) in a minute:
+ * beyond them even the right password waits, which makes guessing useless. Successful sign-ins
+ * do not count, so an office behind one address is not locked out by its own staff.
+ */
+export const SIGN_IN_QUOTA = { perMinute: 10, burst: 10 };
+export const SIGN_IN_QUOTA_PER_ADDRESS = { perMinute: 30, burst: 30 };
 
 const SUBSCRIBABLE: readonly EventName[] = ['verification.completed', 'verification.failed', 'verification.expired', 'verification.cancelled', 'tape.updated'];
 const NOTICES: Record<string, string> = {
@@ -135,18 +140,26 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     }
     const email = (one(body.email) ?? '').trim().slice(0, 254);
     const password = one(body.password) ?? '';
-    for (const subject of [`dashboard-sign-in:ip:${req.ip ?? 'unknown'}`, `dashboard-sign-in:email:${email.toLowerCase()}`]) {
-      const outcome = await deps.rateLimits.consume(subject, SIGN_IN_QUOTA);
-      if (!outcome.allowed) {
-        const seconds = Math.max(1, Math.ceil(outcome.retryAfterMs / 1000));
+    const counters = [
+      { subject: `dashboard-sign-in:email:${email.toLowerCase()}`, quota: SIGN_IN_QUOTA },
+      { subject: `dashboard-sign-in:ip:${req.ip ?? 'unknown'}`, quota: SIGN_IN_QUOTA_PER_ADDRESS },
+    ];
+    for (const { subject, quota } of counters) {
+      const usage = await deps.rateLimits.usage(subject, quota);
+      if (usage.used >= quota.perMinute) {
+        const seconds = Math.max(1, Math.ceil(usage.resetsInMs / 1000));
         res.setHeader('Retry-After', String(seconds));
-        return showSignIn(res, 429, { email, error: `Too many sign-in attempts. Try again in ${seconds} seconds.` });
+        return showSignIn(res, 429, { email, error: `Too many failed sign-in attempts. Try again in ${seconds} seconds.` });
       }
     }
     const signedIn = await signIn(deps.users, email, password);
-    if (!signedIn) return showSignIn(res, 401, { email, error: 'That email and password do not match a dashboard user.' });
+    if (!signedIn) {
+      for (const { subject, quota } of counters) await deps.rateLimits.consume(subject, quota);
+      return showSignIn(res, 401, { email, error: 'That email and password do not match a dashboard user.' });
+    }
     res.clearCookie(loginCookie, cookieOptions);
-    res.cookie(sessionCookie, signedIn.token, { ...cookieOptions, expires: new Date(signedIn.expiresAt) });
+    // Max-Age rather than Expires: the browser's clock need not agree with the server's.
+    res.cookie(sessionCookie, signedIn.token, { ...cookieOptions, maxAge: new Date(signedIn.expiresAt).getTime() - deps.users.now().getTime() });
     deps.logger.info({ dashboardUser: signedIn.user.id, lenderId: signedIn.user.lenderId }, 'dashboard sign-in');
     return res.redirect(303, '/dashboard/verifications');
   });

@@ -1,0 +1,306 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import { AccountsRepository } from '../accounts/accounts-repository.ts';
+import * as admin from '../accounts/lender-admin.ts';
+import { ManualClock } from '../platform/clock.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { adminContext, startService, type Service } from '../service.ts';
+import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
+import { makeTestCertificates, TestReceiver } from '../../test/support/test-receiver.ts';
+import { DashboardRepository } from './dashboard-repository.ts';
+import { createDashboardUser, revokeDashboardSessions, SESSION_IDLE_MS, type DashboardUsersDeps } from './dashboard-users.ts';
+import { SIGN_IN_QUOTA } from './http/dashboard-routes.ts';
+
+const PASSWORD = 'correct horse battery staple';
+type Agent = ReturnType<typeof request.agent>;
+
+/** The hidden `_csrf` field of a page's forms. */
+const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? assert.fail('no _csrf field on the page');
+
+for (const factory of testDatabases()) {
+  describe(`lender dashboard over HTTP on ${factory.name}`, function () {
+    this.timeout(60_000);
+    let testDb: TestDatabase;
+    let service: Service;
+    let clock: ManualClock;
+    let receiver: TestReceiver;
+    let receiverUrl: string;
+    let users: DashboardUsersDeps;
+    let accounts: AccountsRepository;
+
+    before(async () => {
+      testDb = await factory.create();
+      const certificates = makeTestCertificates();
+      receiver = new TestReceiver(certificates);
+      receiverUrl = await receiver.listen();
+      clock = new ManualClock('2026-11-21T10:00:00.000Z');
+      const config = loadConfig({
+        DATABASE_URL: testDb.url,
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+        WEBHOOK_RETRY_SCHEDULE: '0',
+        SANDBOX_COMPLETE_DELAY_MS: '2000',
+        WEBHOOK_TIMEOUT_MS: '2000',
+        LOG_LEVEL: 'silent',
+      });
+      service = await startService(config, createLogger({ level: 'silent' }), { clock, webhookCa: certificates.ca });
+      accounts = new AccountsRepository(service.db.knex);
+      users = { users: new DashboardRepository(service.db.knex), accounts, now: () => clock.now() };
+    });
+    after(async () => {
+      await service?.close();
+      await receiver?.close();
+      await testDb?.drop();
+    });
+
+    /** A lender with an API key and a dashboard user of each role. */
+    async function lender() {
+      const ctx = adminContext({ mode: 'sandbox' }, accounts, clock);
+      const account = await admin.createLender(ctx, { name: `Lender ${randomUUID().slice(0, 8)}` });
+      const { apiKey, record } = await admin.createKey(ctx, { lenderId: account.id, role: 'lender' });
+      const tag = randomUUID().slice(0, 8);
+      const adminUser = await createDashboardUser(users, { lenderId: account.id, email: `admin-${tag}@example.com`, role: 'admin', password: PASSWORD });
+      const viewer = await createDashboardUser(users, { lenderId: account.id, email: `viewer-${tag}@example.com`, role: 'viewer', password: PASSWORD });
+      const api = {
+        post: (path: string, body: object) =>
+          request(service.app).post(`/api/v1${path}`).auth(apiKey, { type: 'bearer' }).set('Idempotency-Key', randomUUID()).send(body),
+        get: (path: string) => request(service.app).get(`/api/v1${path}`).auth(apiKey, { type: 'bearer' }),
+      };
+      return { account, keyId: record.id, api, admin: adminUser.user.email, viewer: viewer.user.email };
+    }
+
+    async function signIn(email: string, password = PASSWORD): Promise<{ agent: Agent; csrf: string; cookie: string }> {
+      const agent = request.agent(service.app);
+      const form = await agent.get('/dashboard/sign-in');
+      assert.equal(form.status, 200);
+      const response = await agent
+        .post('/dashboard/sign-in')
+        .type('form')
+        .send({ _csrf: csrfOf(form.text), email, password });
+      assert.equal(response.status, 303, response.text);
+      assert.equal(response.headers.location, '/dashboard/verifications');
+      const cookie = [response.headers['set-cookie']].flat().find((c) => c?.startsWith('civ_dashboard='));
+      assert.ok(cookie, 'a session cookie');
+      const page = await agent.get('/dashboard/verifications');
+      assert.equal(page.status, 200);
+      return { agent, csrf: csrfOf(page.text), cookie };
+    }
+
+    /** A verification run to completion in the sandbox. */
+    async function completed(api: Awaited<ReturnType<typeof lender>>['api']): Promise<string> {
+      const created = await api.post('/verifications', { obligor_reference: `test-complete-${randomUUID().slice(0, 8)}`, creator_platforms: ['youtube'] });
+      assert.equal(created.status, 201, created.text);
+      clock.advance(5_000);
+      await service.jobs.runDue();
+      return created.body.verification_id as string;
+    }
+
+    /** An endpoint whose receiver refuses, and one delivery that failed for good. */
+    async function failedDelivery(api: Awaited<ReturnType<typeof lender>>['api']) {
+      const path = `/refuses-${randomUUID()}`;
+      receiver.answerWith(path, 500);
+      const webhook = await api.post('/webhooks', { url: `${receiverUrl}${path}`, events: ['verification.expired'] });
+      assert.equal(webhook.status, 201, webhook.text);
+      await api.post('/verifications', { obligor_reference: `test-expire-${randomUUID().slice(0, 8)}`, creator_platforms: ['youtube'] });
+      clock.advance(5_000);
+      await service.jobs.runDue();
+      await service.deliveries.runDue();
+      const log = await api.get(`/webhooks/${webhook.body.webhook_id}/deliveries`);
+      assert.equal(log.body.data[0]?.status, 'failed', log.text);
+      return { webhookId: webhook.body.webhook_id as string, secret: webhook.body.secret as string, deliveryId: log.body.data[0].delivery_id as string, path };
+    }
+
+    it('signs in with a dashboard user only: cookie HttpOnly and SameSite=Strict, pages need it, a wrong password or a missing form token is refused', async () => {
+      const a = await lender();
+      assert.equal((await request(service.app).get('/dashboard/verifications')).headers.location, '/dashboard/sign-in');
+      const agent = request.agent(service.app);
+      const form = await agent.get('/dashboard/sign-in');
+      assert.match(form.headers['content-security-policy']!, /default-src 'none'.*form-action 'self'.*frame-ancestors 'none'/);
+      const wrong = await agent
+        .post('/dashboard/sign-in')
+        .type('form')
+        .send({ _csrf: csrfOf(form.text), email: a.admin, password: 'not the password' });
+      assert.equal(wrong.status, 401);
+      assert.ok(![wrong.headers['set-cookie']].flat().some((c) => c?.startsWith('civ_dashboard=')));
+      const noToken = await request(service.app).post('/dashboard/sign-in').type('form').send({ email: a.admin, password: PASSWORD });
+      assert.equal(noToken.status, 403);
+      // An API key is no password here.
+      const { cookie } = await signIn(a.admin);
+      assert.match(cookie, /HttpOnly/);
+      assert.match(cookie, /SameSite=Strict/);
+      // A local sandbox over http: without Secure, or the browser would drop it.
+      assert.doesNotMatch(cookie, /Secure/);
+    });
+
+    it('refuses a form without its session token, with another session token, or posted from another site; the secret stays', async () => {
+      const a = await lender();
+      const { webhookId, secret } = await failedDelivery(a.api);
+      const mine = await signIn(a.admin);
+      const other = await signIn(a.viewer);
+      const rotate = `/dashboard/webhooks/${webhookId}/rotate-secret`;
+      assert.equal((await mine.agent.post(rotate).type('form').send({ overlap_seconds: '0' })).status, 403);
+      assert.equal((await mine.agent.post(rotate).type('form').send({ _csrf: other.csrf, overlap_seconds: '0' })).status, 403);
+      assert.equal(
+        (
+          await mine.agent
+            .post(rotate)
+            .type('form')
+            .send({ _csrf: 'x'.repeat(43), overlap_seconds: '0' })
+        ).status,
+        403,
+      );
+      const crossSite = await mine.agent.post(rotate).set('Sec-Fetch-Site', 'cross-site').type('form').send({ _csrf: mine.csrf, overlap_seconds: '0' });
+      assert.equal(crossSite.status, 403);
+      const shown = await mine.agent.post(`/dashboard/webhooks/${webhookId}/secret`).type('form').send({ _csrf: mine.csrf });
+      assert.equal(shown.status, 200);
+      assert.ok(shown.text.includes(secret), 'the secret is unchanged');
+      const rotated = await mine.agent.post(rotate).type('form').send({ _csrf: mine.csrf, overlap_seconds: '0' });
+      assert.equal(rotated.status, 200, rotated.text);
+      const newSecret = /class="secret" id="secret">(whsec_[A-Za-z0-9]+)</.exec(rotated.text)?.[1];
+      assert.ok(newSecret && newSecret !== secret);
+    });
+
+    it("keeps each lender to its own data on every page and action: another lender's ids are not found and change nothing", async () => {
+      const a = await lender();
+      const b = await lender();
+      const verificationId = await completed(a.api);
+      const { webhookId, deliveryId, secret } = await failedDelivery(a.api);
+      const intruder = await signIn(b.admin);
+      const list = await intruder.agent.get('/dashboard/verifications');
+      assert.ok(!list.text.includes(verificationId));
+      for (const path of [
+        `/dashboard/verifications/${verificationId}`,
+        `/dashboard/verifications/${verificationId}/tape.json?schema_version=2.0.0`,
+        `/dashboard/webhooks/${webhookId}`,
+      ]) {
+        const response = await intruder.agent.get(path);
+        assert.equal(response.status, 404, path);
+        assert.ok(!response.text.includes(secret));
+      }
+      assert.ok(!(await intruder.agent.get('/dashboard/webhooks')).text.includes(webhookId));
+      for (const action of ['secret', 'rotate-secret', 'test', 'delete', `deliveries/${deliveryId}/replay`]) {
+        const response = await intruder.agent.post(`/dashboard/webhooks/${webhookId}/${action}`).type('form').send({ _csrf: intruder.csrf });
+        assert.equal(response.status, 404, action);
+        assert.ok(!response.text.includes(secret), action);
+      }
+      const log = await a.api.get(`/webhooks/${webhookId}/deliveries`);
+      assert.equal(log.body.data.length, 1, 'no replay was made');
+      assert.equal((await a.api.get(`/webhooks/${webhookId}`)).status, 200, 'not deleted');
+      assert.ok(!(await intruder.agent.get('/dashboard/account')).text.includes(a.account.id));
+    });
+
+    it('shows a verification, its timeline, tape, benchmark and JSON download at older schema versions', async () => {
+      const a = await lender();
+      const id = await completed(a.api);
+      const { agent } = await signIn(a.viewer);
+      const page = await agent.get(`/dashboard/verifications/${id}`);
+      assert.equal(page.status, 200);
+      for (const text of [
+        'pending_consent → processing',
+        'processing → completed',
+        'verification.completed',
+        'Maximum advance',
+        'Peer benchmark',
+        'Data quality',
+      ]) {
+        assert.ok(page.text.includes(text), text);
+      }
+      const filtered = await agent.get('/dashboard/verifications?status=completed&product_type=rbf');
+      assert.ok(filtered.text.includes(id));
+      assert.ok(!(await agent.get('/dashboard/verifications?status=failed')).text.includes(id));
+      const bad = await agent.get('/dashboard/verifications?created_gte=yesterday');
+      assert.equal(bad.status, 400);
+      assert.match(bad.text, /created_gte is not a date-time/);
+      const download = await agent.get(`/dashboard/verifications/${id}/tape.json?schema_version=1.0.0`);
+      assert.equal(download.status, 200);
+      assert.match(download.headers['content-disposition']!, /attachment/);
+      const apiTape = await a.api.get(`/verifications/${id}/tape?schema_version=1.0.0`);
+      assert.deepEqual(JSON.parse(download.text), apiTape.body);
+    });
+
+    it('lets a viewer read but not change, and an admin replay a failed delivery (a new delivery, the log shows it)', async () => {
+      const a = await lender();
+      const { webhookId, deliveryId, path } = await failedDelivery(a.api);
+      const viewer = await signIn(a.viewer);
+      const detail = await viewer.agent.get(`/dashboard/webhooks/${webhookId}`);
+      assert.equal(detail.status, 200);
+      assert.ok(detail.text.includes('HTTP 500'));
+      assert.ok(!detail.text.includes('Replay</button>'), 'no replay button for a viewer');
+      for (const action of ['secret', 'rotate-secret', `deliveries/${deliveryId}/replay`]) {
+        assert.equal((await viewer.agent.post(`/dashboard/webhooks/${webhookId}/${action}`).type('form').send({ _csrf: viewer.csrf })).status, 403, action);
+      }
+      receiver.clearScript(path);
+      // The log is newest first; the replay comes a moment after the original.
+      clock.advance(1000);
+      const adminSession = await signIn(a.admin);
+      const replay = await adminSession.agent
+        .post(`/dashboard/webhooks/${webhookId}/deliveries/${deliveryId}/replay`)
+        .type('form')
+        .send({ _csrf: adminSession.csrf });
+      assert.equal(replay.status, 303);
+      await service.deliveries.runDue();
+      const log = await a.api.get(`/webhooks/${webhookId}/deliveries`);
+      assert.equal(log.body.data[0].replay_of, deliveryId);
+      assert.equal(log.body.data[0].status, 'succeeded');
+      const after = await adminSession.agent.get(`/dashboard/webhooks/${webhookId}`);
+      assert.ok(after.text.includes(`replay of ${deliveryId}`));
+      assert.ok(after.text.includes('HTTP 200'));
+      assert.ok(after.text.includes('>ok<'), "the receiver's answer");
+    });
+
+    it('ends sessions on sign-out, on revocation by the operator, and when idle; each ended cookie signs nobody in', async () => {
+      const a = await lender();
+      const first = await signIn(a.admin);
+      assert.equal((await first.agent.post('/dashboard/sign-out').type('form').send({ _csrf: first.csrf })).status, 303);
+      assert.equal((await first.agent.get('/dashboard/account')).status, 303);
+      const second = await signIn(a.admin);
+      assert.equal(await revokeDashboardSessions(users, a.admin), 1);
+      assert.equal((await second.agent.get('/dashboard/account')).status, 303);
+      const third = await signIn(a.admin);
+      clock.advance(SESSION_IDLE_MS + 1000);
+      assert.equal((await third.agent.get('/dashboard/account')).status, 303);
+    });
+
+    it('limits failed sign-in attempts per email address: past the limit even the right password waits', async () => {
+      const a = await lender();
+      const agent = request.agent(service.app);
+      // Every answer carries a fresh form, with a fresh token.
+      let page = await agent.get('/dashboard/sign-in');
+      const statuses: number[] = [];
+      for (let i = 0; i <= SIGN_IN_QUOTA.perMinute; i += 1) {
+        page = await agent
+          .post('/dashboard/sign-in')
+          .type('form')
+          .send({ _csrf: csrfOf(page.text), email: a.viewer, password: `guess ${i}` });
+        statuses.push(page.status);
+      }
+      assert.deepEqual(statuses, [...Array<number>(SIGN_IN_QUOTA.perMinute).fill(401), 429]);
+      const right = await agent
+        .post('/dashboard/sign-in')
+        .type('form')
+        .send({ _csrf: csrfOf(page.text), email: a.viewer, password: PASSWORD });
+      assert.equal(right.status, 429);
+      assert.ok(Number(right.headers['retry-after']) >= 1);
+    });
+
+    it("shows the account's keys by prefix with their last use (written at most once a minute) and this minute's usage", async () => {
+      const a = await lender();
+      const { agent } = await signIn(a.viewer);
+      assert.match((await agent.get('/dashboard/account')).text, /never/);
+      await a.api.get('/webhooks');
+      const lastUse = async () => (await service.db.knex('api_keys').where({ id: a.keyId }).first('last_used_at')).last_used_at as string | null;
+      // The write is not awaited by the request; it lands right after.
+      for (let i = 0; i < 50 && !(await lastUse()); i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+      const first = await lastUse();
+      assert.equal(first, clock.now().toISOString());
+      clock.advance(30_000);
+      await a.api.get('/webhooks');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(await lastUse(), first, 'not again within the minute');
+      const page = await agent.get('/dashboard/account');
+      assert.ok(page.text.includes(`<time datetime="${first}">`));
+      assert.match(page.text, /2 of 1000/);
+    });
+  });
+}

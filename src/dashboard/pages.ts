@@ -97,7 +97,7 @@ const notice = (message: string | undefined) => (message ? `<p class="notice" ro
 const table = (label: string, head: string[], rows: string[], empty: string) =>
   rows.length === 0
     ? `<p>${e(empty)}</p>`
-    : `<div class="table" role="region" aria-label="${e(label)}" tabindex="0"><table>
+    : `<div class="table" role="region" aria-label="${e(label)} table" tabindex="0"><table>
 <thead><tr>${head.map((h) => `<th scope="col">${e(h)}</th>`).join('')}</tr></thead>
 <tbody>
 ${rows.join('\n')}

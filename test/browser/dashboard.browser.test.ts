@@ -1,0 +1,237 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { AccountsRepository } from '../../src/accounts/accounts-repository.ts';
+import * as admin from '../../src/accounts/lender-admin.ts';
+import { DashboardRepository } from '../../src/dashboard/dashboard-repository.ts';
+import { createDashboardUser } from '../../src/dashboard/dashboard-users.ts';
+import { loadConfig } from '../../src/platform/config.ts';
+import { createLogger } from '../../src/platform/logger.ts';
+import { adminContext, startService, type Service } from '../../src/service.ts';
+import { testDatabases, type TestDatabase } from '../support/test-databases.ts';
+import { makeTestCertificates, TestReceiver } from '../support/test-receiver.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+];
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const PASSWORD = 'a dashboard password for tests';
+
+describe('lender dashboard in a real browser (headless Chromium)', function () {
+  this.timeout(120_000);
+  let testDb: TestDatabase;
+  let service: Service;
+  let server: Server;
+  let attacker: Server;
+  let base: string;
+  let attackerBase: string;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let receiver: TestReceiver;
+  let receiverUrl: string;
+  const lenders: Record<'ours' | 'theirs', { key: string; email: string }> = {} as never;
+  let attackForm = '';
+
+  before(async function () {
+    if (!existsSync(CHROMIUM)) {
+      if (process.env.REQUIRE_CHROMIUM) throw new Error(`no Chromium at ${CHROMIUM}`);
+      this.skip();
+    }
+    testDb = await testDatabases()[0]!.create();
+    const certificates = makeTestCertificates();
+    receiver = new TestReceiver(certificates);
+    receiverUrl = await receiver.listen();
+    server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    // Another site (localhost is not 127.0.0.1 to a browser) whose page posts a form to the dashboard.
+    attacker = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(attackForm));
+    attacker.listen(0, '127.0.0.1');
+    await once(attacker, 'listening');
+    attackerBase = `http://localhost:${(attacker.address() as { port: number }).port}`;
+    const config = loadConfig({
+      DATABASE_URL: testDb.url,
+      PUBLIC_BASE_URL: base,
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+      WEBHOOK_RETRY_SCHEDULE: '0',
+      SANDBOX_COMPLETE_DELAY_MS: '300',
+      LOG_LEVEL: 'silent',
+    });
+    service = await startService(config, createLogger({ level: 'silent' }), { webhookCa: certificates.ca });
+    server.on('request', service.app);
+    service.jobs.start(50);
+    service.deliveries.start(100);
+    const accounts = new AccountsRepository(service.db.knex);
+    const ctx = adminContext(config, accounts);
+    const users = { users: new DashboardRepository(service.db.knex), accounts, now: () => new Date() };
+    for (const [name, label] of [
+      ['ours', 'Northwind Capital'],
+      ['theirs', 'Southwind Funding'],
+    ] as const) {
+      const lender = await admin.createLender(ctx, { name: label });
+      const key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+      const email = `ops-${name}@example.com`;
+      await createDashboardUser(users, { lenderId: lender.id, email, role: 'admin', password: PASSWORD });
+      lenders[name] = { key, email };
+    }
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    // The pages' CSP forbids scripts, rightly; only this context bypasses it, to inject axe-core.
+    context = await browser.newContext({ bypassCSP: true });
+    page = await context.newPage();
+  });
+  after(async () => {
+    await browser?.close();
+    await service?.close();
+    server?.close();
+    attacker?.close();
+    await receiver?.close();
+    await testDb?.drop();
+  });
+
+  async function api<Body>(who: 'ours' | 'theirs', method: string, path: string, body?: object): Promise<Body> {
+    const response = await fetch(`${base}/api/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${lenders[who].key}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    assert.ok(response.ok, `${method} ${path}: ${response.status} ${await response.clone().text()}`);
+    return (await response.json()) as Body;
+  }
+
+  async function until<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
+    for (let i = 0; i < 100; i += 1) {
+      const value = await check();
+      if (value) return value;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+
+  const violations: string[] = [];
+  async function audit(name: string): Promise<void> {
+    await page.addScriptTag({ content: axeSource });
+    const results: { violations: Array<{ id: string; help: string; nodes: Array<{ target: unknown }> }> } = await page.evaluate(
+      `axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'], resultTypes: ['violations'] })`,
+    );
+    for (const v of results.violations) violations.push(`${name}: ${v.id} ${v.help} ${JSON.stringify(v.nodes.map((n) => n.target))}`);
+  }
+
+  it('signs in, finds a verification, reads its tape, rotates a secret, replays a failed delivery, signs out; every page passes axe-core', async () => {
+    const reference = `test-complete-${randomUUID().slice(0, 8)}`;
+    const verification = await api<{ verification_id: string }>('ours', 'POST', '/verifications', {
+      obligor_reference: reference,
+      creator_platforms: ['youtube', 'stripe'],
+    });
+    await until(
+      'completion',
+      async () => (await api<{ status: string }>('ours', 'GET', `/verifications/${verification.verification_id}`)).status === 'completed',
+    );
+    receiver.answerWith('/refuses', 500);
+    const webhook = await api<{ webhook_id: string; secret: string }>('ours', 'POST', '/webhooks', {
+      url: `${receiverUrl}/refuses`,
+      events: ['verification.expired'],
+    });
+    await api('ours', 'POST', '/verifications', { obligor_reference: `test-expire-${randomUUID().slice(0, 8)}`, creator_platforms: ['youtube'] });
+    const failed = await until('a failed delivery', async () => {
+      const log = await api<{ data: Array<{ delivery_id: string; status: string }> }>('ours', 'GET', `/webhooks/${webhook.webhook_id}/deliveries`);
+      return log.data.find((d) => d.status === 'failed');
+    });
+
+    // Sign in.
+    await page.goto(`${base}/dashboard/verifications`);
+    assert.equal(new URL(page.url()).pathname, '/dashboard/sign-in');
+    await audit('sign-in');
+    await page.getByLabel('Email').fill(lenders.ours.email);
+    await page.getByLabel('Password').fill('wrong password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    assert.match(await page.getByRole('alert').innerText(), /do not match/);
+    await audit('sign-in refused');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    assert.equal(new URL(page.url()).pathname, '/dashboard/verifications');
+    await audit('verifications');
+
+    // Find the verification and read its tape.
+    await page.getByLabel('Obligor reference').fill(reference);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await audit('verifications filtered');
+    await page.getByRole('link', { name: verification.verification_id }).click();
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), `Verification ${verification.verification_id}`);
+    assert.match(await page.locator('dd.tier').innerText(), /^(prime|standard|subprime|ineligible)$/);
+    for (const text of ['Maximum advance', 'No-data codes', 'Peer benchmark', 'processing → completed']) assert.ok((await page.content()).includes(text), text);
+    await audit('verification');
+    await page.getByLabel('Download the tape as JSON at schema version').selectOption('1.2.0');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download JSON' }).click()]);
+    const tape = JSON.parse(readFileSync((await download.path())!, 'utf8')) as { schema_version: string; verification_id: string };
+    assert.deepEqual([tape.schema_version, tape.verification_id], ['1.2.0', verification.verification_id]);
+
+    // Rotate the endpoint's secret.
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await audit('webhooks');
+    await page.getByRole('link', { name: `${receiverUrl}/refuses` }).click();
+    await audit('webhook');
+    await page.getByRole('button', { name: 'Show signing secret' }).click();
+    assert.equal(await page.locator('#secret').innerText(), webhook.secret);
+    await page.getByLabel('Keep the current secret signing beside the new one for').selectOption('0');
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    const rotated = await page.locator('#secret').innerText();
+    assert.match(rotated, /^whsec_/);
+    assert.notEqual(rotated, webhook.secret);
+    await audit('webhook rotated');
+
+    // Replay the failed delivery, now that the receiver accepts.
+    receiver.clearScript('/refuses');
+    await page.getByRole('button', { name: `Replay delivery ${failed.delivery_id}` }).click();
+    assert.match(await page.getByRole('status').first().innerText(), /queued again/);
+    const replay = await until('the replay delivered', async () => {
+      const log = await api<{ data: Array<{ replay_of: string | null; status: string }> }>('ours', 'GET', `/webhooks/${webhook.webhook_id}/deliveries`);
+      return log.data.find((d) => d.replay_of === failed.delivery_id && d.status === 'succeeded');
+    });
+    assert.ok(replay);
+    await page.reload();
+    assert.ok((await page.content()).includes(`replay of ${failed.delivery_id}`));
+
+    await page.getByRole('link', { name: 'Account' }).click();
+    assert.ok((await page.content()).includes('civ_test_'));
+    await audit('account');
+
+    // Cross-tenant: another lender's verification and endpoint are not found.
+    const theirs = await api<{ verification_id: string }>('theirs', 'POST', '/verifications', {
+      obligor_reference: 'theirs-1',
+      creator_platforms: ['youtube'],
+    });
+    assert.equal((await page.goto(`${base}/dashboard/verifications/${theirs.verification_id}`))?.status(), 404);
+    await audit('not found');
+
+    // A form posted from another site is refused and changes nothing.
+    attackForm = `<!doctype html><html lang="en"><title>x</title><form method="post" action="${base}/dashboard/webhooks/${webhook.webhook_id}/rotate-secret"><input type="hidden" name="_csrf" value="guess"><input type="hidden" name="overlap_seconds" value="0"><button>Go</button></form></html>`;
+    await page.goto(attackerBase);
+    const [crossSite] = await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Go' }).click()]);
+    assert.equal(crossSite?.status(), 403);
+    await page.goto(`${base}/dashboard/webhooks/${webhook.webhook_id}`);
+    await page.getByRole('button', { name: 'Show signing secret' }).click();
+    assert.equal(await page.locator('#secret').innerText(), rotated, 'the secret is still the one rotated in the dashboard');
+
+    // Sign out: the old session opens nothing.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    assert.equal(new URL(page.url()).pathname, '/dashboard/sign-in');
+    assert.match(await page.getByRole('status').innerText(), /signed out/);
+    await page.goto(`${base}/dashboard/account`);
+    assert.equal(new URL(page.url()).pathname, '/dashboard/sign-in');
+
+    assert.deepEqual(violations, []);
+  });
+});

@@ -67,6 +67,9 @@ export function keyUseRecorder(accounts: Pick<AccountsRepository, 'recordKeyUse'
     const last = recorded.get(keyId);
     if (last !== undefined && at.getTime() - last < KEY_USE_RECORD_INTERVAL_MS) return;
     recorded.set(keyId, at.getTime());
-    accounts.recordKeyUse(keyId, at.toISOString()).catch(() => recorded.delete(keyId));
+    // Never a reason to fail the request it records, whether the write fails at once or later.
+    Promise.resolve()
+      .then(() => accounts.recordKeyUse(keyId, at.toISOString()))
+      .catch(() => recorded.delete(keyId));
   };
 }

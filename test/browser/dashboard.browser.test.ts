@@ -175,7 +175,7 @@ describe('lender dashboard in a real browser (headless Chromium)', function () {
     await audit('verification');
     await page.getByLabel('Download the tape as JSON at schema version').selectOption('1.2.0');
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download JSON' }).click()]);
-    const tape = JSON.parse(readFileSync((await download.path()), 'utf8')) as { schema_version: string; verification_id: string };
+    const tape = JSON.parse(readFileSync(await download.path(), 'utf8')) as { schema_version: string; verification_id: string };
     assert.deepEqual([tape.schema_version, tape.verification_id], ['1.2.0', verification.verification_id]);
 
     // Rotate the endpoint's secret.

@@ -263,6 +263,9 @@ for (const factory of testDatabases()) {
 
     it('treats synthetic names and test- prefixes as ordinary references in production', async () => {
       await service.close();
+      // A database belongs to one kind of deployment (P27): production starts on a fresh one.
+      await testDb.drop();
+      testDb = await factory.create();
       service = await startService(loadConfig(env('production')), logger, { clock });
       const ctx = adminContext({ mode: 'production' }, new AccountsRepository(service.db.knex), clock);
       const lender = await admin.createLender(ctx, { name: 'Live Lender' });

@@ -6,6 +6,7 @@ import { Command, Option } from 'commander';
 import Mocha from 'mocha';
 import { REPO_ROOT, SPEC_DIR } from './locate.ts';
 import { buildMatrix, coverageProblems, matrixRows, rowsNamedIn, SELF_TEST } from './matrix.ts';
+import { proxyRun } from './proxy-route.ts';
 import { identify, suiteReporter } from './reporter.ts';
 
 /**
@@ -32,6 +33,7 @@ const VARIABLES: Record<string, string> = {
   retrySchedule: 'CONFORMANCE_RETRY_SCHEDULE',
   webhookTimeoutMs: 'CONFORMANCE_WEBHOOK_TIMEOUT_MS',
   privateTargetsAllowed: 'CONFORMANCE_PRIVATE_TARGETS_ALLOWED',
+  directBaseUrl: 'CONFORMANCE_DIRECT_BASE_URL',
 };
 
 interface Options {
@@ -55,6 +57,10 @@ function program(): Command {
     .option(
       '--base-url <url>',
       `deployment to test, e.g. https://sandbox.creator-income.example ${variable('baseUrl')}; without it the suite starts the service itself (repository only)`,
+    )
+    .option(
+      '--direct-base-url <url>',
+      `when --base-url is a validating proxy (e.g. Stoplight Prism) in front of the deployment: the deployment itself, for the requests the proxy cannot forward as sent ${variable('directBaseUrl')}`,
     )
     .option('--key <key>', `API key with role lender; civ_test_ = sandbox, civ_live_ = production ${variable('key')}`)
     .option('--other-lender-key <key>', `lender key of another lender account: tenant isolation ${variable('otherLenderKey')}`)
@@ -111,6 +117,9 @@ function describeRun(options: Options): string {
             .map((name) => `${name.replace(/^CONFORMANCE_|_KEY$/g, '').toLowerCase()} ${env[name] ? 'given' : 'missing'}`)
             .join(', ')
     }`,
+    ...(env.CONFORMANCE_BASE_URL && env.CONFORMANCE_DIRECT_BASE_URL
+      ? [`Proxy: ${env.CONFORMANCE_BASE_URL} is a proxy in front of ${env.CONFORMANCE_DIRECT_BASE_URL}; requests it cannot forward as sent go there directly`]
+      : []),
     `Contract: ${SPEC_DIR}${options.grep ? `\nGrep: ${options.grep}` : ''}`,
   ];
   return lines.join('\n');
@@ -144,8 +153,21 @@ async function main(argv: string[]): Promise<number> {
   });
   for (const file of testFiles()) mocha.addFile(file);
   await mocha.loadFilesAsync();
-  const failures = await new Promise<number>((resolve) => mocha.run(resolve));
+  const failures = await new Promise<number>((resolve) => mocha.run(resolve).on('test', (test) => (proxyRun.currentTest = test.fullTitle())));
+  if (process.env.CONFORMANCE_BASE_URL && process.env.CONFORMANCE_DIRECT_BASE_URL) printBypasses();
   return failures > 0 ? 1 : 0;
+}
+
+/** Which tests sent requests around the proxy, and why. */
+function printBypasses(): void {
+  const tests = new Map<string, Set<string>>();
+  for (const { test, request, reason } of proxyRun.bypasses) {
+    const lines = tests.get(test) ?? new Set<string>();
+    lines.add(`${request}: ${reason}`);
+    tests.set(test, lines);
+  }
+  console.log(`\nAround the proxy: ${proxyRun.bypasses.length} requests of ${tests.size} tests went to the deployment directly.`);
+  for (const [test, lines] of tests) console.log(`  ${test}\n${[...lines].map((line) => `    ${line}`).join('\n')}`);
 }
 
 /** Loads the tests without running any, and checks every row has a test and every test names a row. */

@@ -9,6 +9,7 @@ import { REPO_ROOT } from './locate.ts';
 import { SERVICE_ENV_NAMES } from './service-env.ts';
 import { loadContract, type Contract, type ObservedResponse } from './contract.ts';
 import { closeReceivers, suiteCaDir } from './webhook-receiver.ts';
+import { proxyRun, whyNotThroughProxy } from './proxy-route.ts';
 import { skipBecause } from './skip.ts';
 import { probeWebhooks } from './webhooks.ts';
 
@@ -222,6 +223,8 @@ export class ApiClient {
     readonly baseUrl: string,
     private readonly keys: Keys,
     private readonly contract: Contract,
+    /** The same deployment without the validating proxy `baseUrl` points at, if it does (proxy-route.ts). */
+    private readonly directBaseUrl?: string,
   ) {}
 
   get(path: string, options: RequestOptions = {}): Promise<ApiResponse> {
@@ -241,7 +244,14 @@ export class ApiClient {
       body = JSON.stringify(options.json);
       headers['content-type'] ??= 'application/json';
     }
-    const url = new URL(path, this.baseUrl).toString();
+    let url = new URL(path, this.baseUrl).toString();
+    if (this.directBaseUrl) {
+      const reason = whyNotThroughProxy(method, new URL(url), headers, body);
+      if (reason) {
+        url = new URL(path, this.directBaseUrl).toString();
+        proxyRun.bypasses.push({ test: proxyRun.currentTest, request: `${method} ${new URL(url).pathname}`, reason });
+      }
+    }
     const pacer = this.pacerFor(authorization);
     if (options.unpaced) pacer.record();
     else await pacer.take();
@@ -373,6 +383,8 @@ export interface WebhookSettings {
 
 interface Started {
   baseUrl: string;
+  /** Set when `baseUrl` is a validating proxy in front of the deployment: the deployment itself. */
+  directBaseUrl?: string;
   keys: Keys;
   operator: Operator | undefined;
   lenderId: string | undefined;
@@ -471,7 +483,7 @@ class TargetHandle implements Target {
     this.starting ??= (async () => {
       const [contract, started] = await Promise.all([loadContract(), this.definition.start()]);
       this.started = started;
-      this.client = new ApiClient(started.baseUrl, started.keys, contract);
+      this.client = new ApiClient(started.baseUrl, started.keys, contract, started.directBaseUrl);
     })();
     return this.starting;
   }
@@ -752,6 +764,7 @@ class ExternalDeployment implements TargetDefinition {
     const optional = (name: string) => this.env[name] || undefined;
     return {
       baseUrl: this.baseUrl,
+      directBaseUrl: this.env.CONFORMANCE_DIRECT_BASE_URL?.replace(/\/+$/, '') || undefined,
       keys: {
         lender,
         otherLender: optional('CONFORMANCE_OTHER_LENDER_KEY'),

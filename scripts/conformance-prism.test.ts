@@ -100,6 +100,12 @@ describe('conformance:prism (Stoplight Prism validation proxy)', function () {
     );
   });
 
+  it('counts a request that matches no operation as not validated, not as a response violation', async () => {
+    const unrouted = prism.log.unrouted;
+    assert.deepEqual(await violationsAfter(() => send(prism.baseUrl, 'GET', '/nowhere', {}, undefined)), []);
+    assert.equal(prism.log.unrouted, unrouted + 1);
+  });
+
   // The routing rule of conformance/proxy-route.ts checked against Prism itself: a request it calls
   // forwardable must reach the upstream byte for byte; one it routes around must not.
   const cases: Array<{ label: string; method: string; target: string; headers?: Record<string, string>; body?: string | Uint8Array }> = [

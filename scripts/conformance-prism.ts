@@ -81,6 +81,8 @@ export class PrismLog {
   readonly requestViolations: PrismViolation[] = [];
   readonly answeredByPrism: string[] = [];
   requests = 0;
+  /** Requests that matched no operation of the contract (`Selected route not found`): forwarded, not validated. */
+  unrouted = 0;
   listening = false;
   private lastRequest = '(none yet)';
   private pending = '';
@@ -112,6 +114,10 @@ export class PrismLog {
     const violation = /\[VALIDATOR\]\s+\S+\s+(error|warning|info)\s+(Violation: (request|response)\b.*)$/.exec(line);
     if (violation) {
       const found = { severity: violation[1]!, message: violation[2]!.trim(), request: this.lastRequest };
+      if (found.message === 'Violation: request Selected route not found') {
+        this.unrouted++;
+        return;
+      }
       (violation[3] === 'response' ? this.responseViolations : this.requestViolations).push(found);
       return;
     }
@@ -287,7 +293,9 @@ async function main(argv: string[]): Promise<number> {
     console.log(
       `tests: ${counts ? `${counts.tests} (${counts.tests - counts.failures - counts.skipped} passed, ${counts.failures} failed, ${counts.skipped} skipped)` : 'no JUnit report'}, suite exit status ${suiteStatus}`,
     );
-    console.log(`requests Prism forwarded and validated: ${log.requests}`);
+    console.log(
+      `requests through Prism: ${log.requests}, of which ${log.unrouted} matched no operation of the contract (unknown routes, consent pages): not validated`,
+    );
     console.log(`request violations Prism reported (expected: the suite sends deliberately invalid requests): ${log.requestViolations.length}`);
     printViolations('response violations Prism reported', log.responseViolations);
     if (log.answeredByPrism.length > 0) {

@@ -39,9 +39,9 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'wrong-error-code',
     defect: 'a tape of a 2.0.0 product type asked for at 1.x answered 400 validation_error instead of 422 unprocessable (P6)',
-    file: 'src/verifications/http/getVerificationTape.ts',
-    find: "throw new ApiError('unprocessable', error.message);",
-    replace: "throw new ApiError('validation_error', error.message);",
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: "if (error instanceof TapeVersionUnsupported) throw new DomainError('refused', error.message);",
+    replace: "if (error instanceof TapeVersionUnsupported) throw new DomainError('invalid', error.message);",
     grep: 'tapes of the 2.0.0 product types at 1.x are unprocessable',
   },
   {

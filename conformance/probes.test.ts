@@ -18,8 +18,8 @@ forEachTarget((target) => {
       assert.deepEqual(response.json, { status: 'ready', database: 'reachable' });
     });
 
-    it('the probes are not rate limited: no X-RateLimit-* headers, on a 200 or on a refused query [op:getHealth 400 validation_error] [op:getReadiness 400 validation_error]', async () => {
-      for (const path of ['/healthz', '/readyz', '/healthz?verbose=1', '/readyz?verbose=1']) {
+    it('the probes and the signing keys are not rate limited: no X-RateLimit-* headers, on a 200 or on a refused query [op:getHealth 400 validation_error] [op:getReadiness 400 validation_error] [op:getTapeSigningKeys 400 validation_error]', async () => {
+      for (const path of ['/healthz', '/readyz', '/.well-known/jwks.json', '/healthz?verbose=1', '/readyz?verbose=1', '/.well-known/jwks.json?verbose=1']) {
         const response = await target.api.get(path, { key: null });
         assert.equal(response.status, path.includes('?') ? 400 : 200, `${path}: ${response.text}`);
         for (const header of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {

@@ -1281,10 +1281,11 @@ export interface components {
             };
         };
         /**
-         * @description `bad_request`: a body that is not JSON (a probe takes none). `validation_error`: a query
-         *     parameter the probe does not take. Probes are not rate limited, so no `X-RateLimit-*` headers.
+         * @description `bad_request`: a body that is not JSON (these operations take none). `validation_error`: a
+         *     query parameter the operation does not take. The probes and the signing keys are public and
+         *     not rate limited, so no `X-RateLimit-*` headers.
          */
-        ProbeBadRequest: {
+        PublicBadRequest: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1292,8 +1293,8 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description An unexpected server error of a probe. Not rate limited, so no `X-RateLimit-*` headers. */
-        ProbeInternalError: {
+        /** @description An unexpected server error of a public operation (a probe, the signing keys). Not rate limited, so no `X-RateLimit-*` headers. */
+        PublicInternalError: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1308,7 +1309,7 @@ export interface components {
             };
         };
         /** @description Not ready (the database is unreachable). Not rate limited, so no `X-RateLimit-*` headers. */
-        ProbeUnavailable: {
+        PublicUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
@@ -2121,8 +2122,8 @@ export interface operations {
                     "application/json": components["schemas"]["JsonWebKeySet"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            500: components["responses"]["InternalError"];
+            400: components["responses"]["PublicBadRequest"];
+            500: components["responses"]["PublicInternalError"];
         };
     };
     getHealth: {
@@ -2143,8 +2144,8 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            400: components["responses"]["ProbeBadRequest"];
-            500: components["responses"]["ProbeInternalError"];
+            400: components["responses"]["PublicBadRequest"];
+            500: components["responses"]["PublicInternalError"];
         };
     };
     getReadiness: {
@@ -2165,8 +2166,8 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            400: components["responses"]["ProbeBadRequest"];
-            503: components["responses"]["ProbeUnavailable"];
+            400: components["responses"]["PublicBadRequest"];
+            503: components["responses"]["PublicUnavailable"];
         };
     };
 }

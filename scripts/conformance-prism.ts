@@ -28,31 +28,13 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { freePort } from '../test/support/free-port.ts';
 import { startServerProcess } from '../test/support/server-process.ts';
+import { SERVICE_ENV_NAMES } from '../conformance/service-env.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SPEC = join(ROOT, 'spec', 'openapi.yaml');
 const PRISM_BIN = createRequire(import.meta.url).resolve('@stoplight/prism-cli/dist/index.js');
 const run = promisify(execFile);
 
-/** The service's variables, none inherited from the calling shell (as the suite's own harness does). */
-const SERVICE_ENV_NAMES = [
-  'PORT',
-  'HOST',
-  'DATABASE_URL',
-  'SERVICE_MODE',
-  'DEMO_API_KEY',
-  'PUBLIC_BASE_URL',
-  'LOG_LEVEL',
-  'WEBHOOK_ALLOW_PRIVATE_TARGETS',
-  'WEBHOOK_RETRY_SCHEDULE',
-  'WEBHOOK_TIMEOUT_MS',
-  'SANDBOX_COMPLETE_DELAY_MS',
-  'ENCRYPTION_KEY',
-  'TRUST_PROXY',
-  'SHUTDOWN_GRACE_MS',
-  'VALIDATE_RESPONSES',
-  'NODE_EXTRA_CA_CERTS',
-];
 const SANDBOX_DELAY_MS = '1000';
 const RETRY_SCHEDULE = '0,1,2';
 const WEBHOOK_TIMEOUT_MS = '2000';

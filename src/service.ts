@@ -110,7 +110,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
   const db = openDatabase(config.databaseUrl);
   try {
     await db.migrate();
-    const accounts = new AccountsRepository(db.knex, db.reader);
+    const accounts = new AccountsRepository(db.knex, db.hot);
     const databaseMode = await deploymentModeOf(accounts, config.mode);
     if (databaseMode !== config.mode) {
       // Its keys, its tapes and its creators belong to the other kind of deployment.
@@ -149,6 +149,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       db.knex,
       { dialect: db.dialect, jobs: queue, outbox, links: consentLinks, tapeListeners: [countInCohort(benchmarks)] },
       db.reader,
+      db.hot,
     );
     const consentRepository = new ConsentRepository(db.knex, queue);
     // Data stored before this version: converted once, then never scanned for again at start-up.

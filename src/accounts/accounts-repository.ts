@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import type { CountedWindows, WindowCounts } from '../platform/rate-limit-windows.ts';
+import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
 import type { ApiKeyRecord, Jurisdiction, LenderAccount, Plan, Principal, Role } from './model.ts';
 
 interface LenderRow {
@@ -62,12 +64,64 @@ const keyRow = (key: ApiKeyRecord, keyHash: string) => ({
 
 export type LenderChanges = Partial<Pick<LenderAccount, 'plan' | 'rateLimitPerMinute' | 'rateLimitBurst' | 'ipAllowlist' | 'name' | 'jurisdiction'>>;
 
+type PrincipalRow = LenderRow & { key_id: string; key_role: string; key_per_minute: number | null; key_burst: number | null };
+
+function toPrincipal(row: PrincipalRow): Principal {
+  const { key_id, key_role, key_per_minute, key_burst, ...lender } = row;
+  return {
+    keyId: key_id,
+    role: key_role as Role,
+    lender: toLender(lender),
+    keyRateLimit: key_per_minute && key_burst ? { perMinute: key_per_minute, burst: key_burst } : null,
+  };
+}
+
+/** Runs on every request (D9: looked up each time, so a revocation takes effect on the next one). */
+const PRINCIPAL_BY_KEY_HASH = hotStatement(
+  'principal_by_key_hash',
+  `select k.id as key_id, k.role as key_role, k.rate_limit_per_minute as key_per_minute, k.rate_limit_burst as key_burst, l.*
+   from api_keys k join lender_accounts l on l.id = k.lender_id
+   where k.key_hash = ? and k.revoked_at is null and l.deactivated_at is null limit 1`,
+);
+
+/**
+ * PostgreSQL only: the principal of PRINCIPAL_BY_KEY_HASH and the request counted in the key's two
+ * rate-limit windows, in one round trip instead of three. The windows are rate-limiter-flexible's rows
+ * (key, points, expire in ms), updated as its fixed-window upsert does; the minute window is counted
+ * only when the burst window allows the request, and a key that resolves to nothing counts nowhere.
+ * $1 key hash, $2 burst row, $3 minute row, $4 burst expiry, $5 minute expiry, $6 now, $7 burst limit.
+ */
+const PRINCIPAL_COUNTING_REQUEST = hotStatement(
+  'principal_counting_request',
+  `with principal as (
+     select k.id as key_id, k.role as key_role, k.rate_limit_per_minute as key_per_minute, k.rate_limit_burst as key_burst, l.*
+     from api_keys k join lender_accounts l on l.id = k.lender_id
+     where k.key_hash = $1 and k.revoked_at is null and l.deactivated_at is null limit 1
+   ), burst as (
+     insert into rate_limits (key, points, expire) select $2, 1, $4::bigint from principal
+     on conflict (key) do update set
+       points = case when rate_limits.expire <= $6::bigint then 1 else rate_limits.points + 1 end,
+       expire = case when rate_limits.expire <= $6::bigint then excluded.expire else rate_limits.expire end
+     returning points, expire
+   ), minute as (
+     insert into rate_limits (key, points, expire) select $3, 1, $5::bigint from burst where burst.points <= $7::int
+     on conflict (key) do update set
+       points = case when rate_limits.expire <= $6::bigint then 1 else rate_limits.points + 1 end,
+       expire = case when rate_limits.expire <= $6::bigint then excluded.expire else rate_limits.expire end
+     returning points, expire
+   )
+   select p.*, b.points as burst_points, b.expire as burst_expire,
+     coalesce(m.points, (select r.points from rate_limits r where r.key = $3 and r.expire > $6::bigint), 0) as minute_points,
+     coalesce(m.expire, (select r.expire from rate_limits r where r.key = $3 and r.expire > $6::bigint)) as minute_expire
+   from principal p join burst b on true left join minute m on true`,
+);
+
 /** The only code that reads or writes lender accounts, policies and keys. */
 export class AccountsRepository {
-  /** `reader` serves the per-request key lookup; it defaults to the writer. */
+  /** `hot` serves the per-request key lookup; it defaults to statements through the writer. */
   constructor(
     private readonly knex: Knex,
-    private readonly reader: Knex = knex,
+    private readonly hot: HotStatements = knexHotStatements(knex),
   ) {}
 
   async insertLender(lender: LenderAccount): Promise<void> {
@@ -170,23 +224,36 @@ export class AccountsRepository {
 
   /** The principal behind an active key, in one indexed query; revoked keys and deactivated accounts' keys resolve to nothing. */
   async findPrincipalByKeyHash(keyHash: string): Promise<Principal | null> {
-    // Hand-written SQL: this runs on every request, and building it with the query builder cost
-    // more CPU than the query itself.
-    type Row = LenderRow & { key_id: string; key_role: string; key_per_minute: number | null; key_burst: number | null };
-    const result = await this.reader.raw<Row[] | { rows: Row[] }>(
-      `select k.id as key_id, k.role as key_role, k.rate_limit_per_minute as key_per_minute, k.rate_limit_burst as key_burst, l.*
-       from api_keys k join lender_accounts l on l.id = k.lender_id
-       where k.key_hash = ? and k.revoked_at is null and l.deactivated_at is null limit 1`,
-      [keyHash],
-    );
-    const row = (Array.isArray(result) ? result : result.rows)[0];
+    const [row] = await this.hot.rows<PrincipalRow>(PRINCIPAL_BY_KEY_HASH, [keyHash]);
+    return row ? toPrincipal(row) : null;
+  }
+
+  /**
+   * PostgreSQL: the same lookup, counting the request in the key's rate-limit windows in the same
+   * statement (`windows` names the rows for the quota the caller expects the key to have).
+   */
+  async findPrincipalCountingRequest(keyHash: string, windows: WindowCounts): Promise<{ principal: Principal; counted: CountedWindows } | null> {
+    type Row = PrincipalRow & { burst_points: number; burst_expire: string; minute_points: number; minute_expire: string | null };
+    const [row] = await this.hot.rows<Row>(PRINCIPAL_COUNTING_REQUEST, [
+      keyHash,
+      windows.burstKey,
+      windows.minuteKey,
+      windows.burstExpiresAt,
+      windows.minuteExpiresAt,
+      windows.now,
+      windows.burst,
+    ]);
     if (!row) return null;
-    const { key_id, key_role, key_per_minute, key_burst, ...lender } = row;
+    const { burst_points, burst_expire, minute_points, minute_expire, ...principal } = row;
     return {
-      keyId: key_id,
-      role: key_role as Role,
-      lender: toLender(lender),
-      keyRateLimit: key_per_minute && key_burst ? { perMinute: key_per_minute, burst: key_burst } : null,
+      principal: toPrincipal(principal),
+      // bigint arrives as a string from pg.
+      counted: {
+        burstPoints: Number(burst_points),
+        burstExpiresAt: Number(burst_expire),
+        minutePoints: Number(minute_points),
+        minuteExpiresAt: minute_expire === null ? null : Number(minute_expire),
+      },
     };
   }
 

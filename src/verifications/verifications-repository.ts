@@ -5,6 +5,7 @@ import type { PlatformIncome } from '../tape/index.ts';
 import type { ScoredTape } from './scoring.ts';
 import type { Dialect } from '../platform/db/database.ts';
 import { inUnitOfWork, type UnitOfWork } from '../platform/db/unit-of-work.ts';
+import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
 import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platform/events/outbox.ts';
 import type { JobQueue } from '../platform/jobs/job-queue.ts';
 import type { LifecycleJobKind, LifecycleJobPayloads } from './lifecycle-jobs.ts';
@@ -457,6 +458,18 @@ export class VerificationStore {
   }
 }
 
+// The two reads a polling lender makes (hot-statements.ts): hand-written, prepared once.
+const VERIFICATION_FOR_LENDER = hotStatement(
+  'verification_for_lender',
+  `select v.*, c.platform as connection_platform, c.status as connection_status
+   from verifications v left join platform_connections c on c.verification_id = v.id
+   where v.id = ? and v.lender_id = ?`,
+);
+const TAPE_FOR_LENDER = hotStatement(
+  'tape_for_lender',
+  'select v.status, t.tape from verifications v left join tapes t on t.verification_id = v.id where v.id = ? and v.lender_id = ?',
+);
+
 /** The only code that reads or writes verifications. Every lender-facing read takes the lender id. */
 export class VerificationsRepository {
   private readonly links: ConsentLinks;
@@ -466,6 +479,8 @@ export class VerificationsRepository {
     private readonly collaborators: StoreCollaborators,
     /** Serves the lender-facing reads; it defaults to the writer. */
     private readonly reader: Knex = knex,
+    /** Serves the reads on every polling request's path; it defaults to statements through the reader. */
+    private readonly hot: HotStatements = knexHotStatements(reader),
   ) {
     this.links = collaborators.links;
   }
@@ -545,15 +560,7 @@ export class VerificationsRepository {
 
   /** One query: the verification with its connections (a row per connection, or one without). */
   async findForLender(lenderId: string, verificationId: string): Promise<VerificationResource | null> {
-    // Hand-written SQL on the hot read path: the query builder cost more CPU than the query.
-    const rows = rowsOf(
-      await this.reader.raw<VerificationWithConnectionRow[] | { rows: VerificationWithConnectionRow[] }>(
-        `select v.*, c.platform as connection_platform, c.status as connection_status
-         from verifications v left join platform_connections c on c.verification_id = v.id
-         where v.id = ? and v.lender_id = ?`,
-        [verificationId, lenderId],
-      ),
-    );
+    const rows = await this.hot.rows<VerificationWithConnectionRow>(VERIFICATION_FOR_LENDER, [verificationId, lenderId]);
     const [first] = rows;
     return first ? toResource(toRecord(first, this.links), connectionsOf(rows)) : null;
   }
@@ -630,13 +637,7 @@ export class VerificationsRepository {
   }
 
   async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
-    type Row = { status: VerificationStatus; tape: string | null };
-    const [row] = rowsOf(
-      await this.reader.raw<Row[] | { rows: Row[] }>(
-        'select v.status, t.tape from verifications v left join tapes t on t.verification_id = v.id where v.id = ? and v.lender_id = ?',
-        [verificationId, lenderId],
-      ),
-    );
+    const [row] = await this.hot.rows<{ status: VerificationStatus; tape: string | null }>(TAPE_FOR_LENDER, [verificationId, lenderId]);
     if (!row) return null;
     return { status: row.status, tape: row.tape ? (JSON.parse(row.tape) as RiskTape200) : null };
   }

@@ -5,17 +5,52 @@ import { hashApiKey, isWellFormedApiKey, keyBelongsToMode } from '../api-keys.ts
 import { isAllowed } from '../ip-allowlist.ts';
 import type { ServiceMode } from '../../platform/config.ts';
 import { ApiError } from '../../platform/http/error-catalogue.ts';
-import { limitAnonymous, type RateLimits } from '../../platform/http/rate-limit.ts';
+import { limitAnonymous, quotaFor, type Outcome as RateLimitOutcome, type Quota, type RateLimits } from '../../platform/http/rate-limit.ts';
+import type { Principal } from '../../platform/principal.ts';
 
 const unauthorized = (message: string) => new ApiError('unauthorized', message, { headers: { 'WWW-Authenticate': 'Bearer realm="api"' } });
 
 /**
  * Resolves `Authorization: Bearer <key>` to a principal (section 5). Runs before validation and
  * before the rate limiter, so every /api/v1 request is attributed to a key or refused with 401.
- * The key is looked up by hash on every request, so a revocation takes effect on the next one (D9).
+ * The key is looked up by hash on every request, so a revocation takes effect on the next one (D9);
+ * on PostgreSQL the same statement counts the request against the key's quota.
  */
 export function authenticate(deps: { accounts: AccountsRepository; mode: ServiceMode; limits: RateLimits; now?: () => Date }): RequestHandler {
   const recordUse = keyUseRecorder(deps.accounts, deps.now ?? (() => new Date()));
+  // The IP allowlist exists only in production (D10); the sandbox is open by design.
+  const allowedFrom = (principal: Principal, ip: string | undefined) => deps.mode !== 'production' || isAllowed(ip, principal.lender.ipAllowlist);
+  const quotas = new QuotaMemory();
+
+  /**
+   * PostgreSQL: the key's principal and the request's count in its rate-limit windows, in one
+   * statement. Which rows to count in depends on the key's quota, remembered from the key's last
+   * request; the principal still comes from the database on every request (D9), and when its quota
+   * has changed since (an operator's `key limit` or a plan change) the request is counted again under
+   * the new quota by the rate limiter. A key not yet seen by this process is looked up first. A
+   * request from outside the remembered allowlist is not counted: it is refused with 403 as before.
+   */
+  async function lookUpCounting(keyHash: string, ip: string | undefined): Promise<{ principal: Principal | null; rateLimitOutcome?: RateLimitOutcome }> {
+    let expected = quotas.get(keyHash);
+    if (!expected) {
+      const principal = await deps.accounts.findPrincipalByKeyHash(keyHash);
+      if (!principal) return { principal };
+      expected = quotas.remember(keyHash, principal, quotaFor(principal, deps.mode));
+      if (!allowedFrom(principal, ip)) return { principal };
+    } else if (!allowedFrom(expected.principal, ip)) {
+      return { principal: await deps.accounts.findPrincipalByKeyHash(keyHash) };
+    }
+    const found = await deps.accounts.findPrincipalCountingRequest(keyHash, deps.limits.windowsOf(`key:${expected.keyId}`, expected.quota));
+    if (!found) {
+      quotas.forget(keyHash);
+      return { principal: null };
+    }
+    const quota = quotaFor(found.principal, deps.mode);
+    quotas.remember(keyHash, found.principal, quota);
+    if (quota.perMinute !== expected.quota.perMinute || quota.burst !== expected.quota.burst) return { principal: found.principal };
+    return { principal: found.principal, rateLimitOutcome: deps.limits.outcomeOf(quota, found.counted) };
+  }
+
   return async (req, res, next) => {
     try {
       const header = req.get('authorization');
@@ -29,13 +64,14 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
       if (!keyBelongsToMode(key, deps.mode)) {
         throw unauthorized(`This is a ${deps.mode === 'production' ? 'sandbox' : 'production'} key; this deployment runs in ${deps.mode} mode.`);
       }
-      const principal = await deps.accounts.findPrincipalByKeyHash(hashApiKey(key));
+      const keyHash = hashApiKey(key);
+      const { principal, rateLimitOutcome } = deps.limits.countsInDatabase
+        ? await lookUpCounting(keyHash, req.ip)
+        : { principal: await deps.accounts.findPrincipalByKeyHash(keyHash), rateLimitOutcome: undefined };
       if (!principal) throw unauthorized('Unknown or revoked API key, or its lender account is deactivated.');
-      // The IP allowlist exists only in production (D10); the sandbox is open by design.
-      if (deps.mode === 'production' && !isAllowed(req.ip, principal.lender.ipAllowlist)) {
-        throw new ApiError('forbidden', "This address is not on the lender account's IP allowlist.");
-      }
+      if (!allowedFrom(principal, req.ip)) throw new ApiError('forbidden', "This address is not on the lender account's IP allowlist.");
       req.principal = principal;
+      req.rateLimitOutcome = rateLimitOutcome;
       recordUse(principal.keyId);
       next();
     } catch (error) {
@@ -50,6 +86,31 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
       next(answer);
     }
   };
+}
+
+/**
+ * What this process last saw of each key it served, by the key's hash: only to know which rate-limit
+ * rows its next request counts in. Never trusted for access (the principal is read on every request).
+ * Bounded: past MAX entries it starts again empty, which costs each key one extra lookup.
+ */
+class QuotaMemory {
+  static readonly MAX = 10_000;
+  private readonly byKeyHash = new Map<string, { keyId: string; principal: Principal; quota: Quota }>();
+
+  get(keyHash: string) {
+    return this.byKeyHash.get(keyHash);
+  }
+
+  remember(keyHash: string, principal: Principal, quota: Quota) {
+    if (this.byKeyHash.size >= QuotaMemory.MAX && !this.byKeyHash.has(keyHash)) this.byKeyHash.clear();
+    const entry = { keyId: principal.keyId, principal, quota };
+    this.byKeyHash.set(keyHash, entry);
+    return entry;
+  }
+
+  forget(keyHash: string): void {
+    this.byKeyHash.delete(keyHash);
+  }
 }
 
 /** A key's last use is written at most this often per process: the dashboard shows it to the minute. */

@@ -4,6 +4,7 @@ import knex, { type Knex } from 'knex';
 import type { Database as SqliteConnection } from 'sqlite3';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
 import { migrations } from './migrations/index.ts';
+import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
 
 export type { Knex };
 export type Dialect = 'sqlite' | 'postgres';
@@ -15,6 +16,8 @@ export interface Database {
    * read in parallel with each other and with the single writer. On PostgreSQL the same pool.
    */
   reader: Knex;
+  /** The reads on every request's path, prepared once on the driver (hot-statements.ts). */
+  hot: HotStatements;
   dialect: Dialect;
   /** Applies every pending migration; safe to run from several processes at once (Knex's lock). */
   migrate(): Promise<void>;
@@ -40,9 +43,16 @@ export function dialectOf(databaseUrl: string): Dialect {
   return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
 }
 
-function sqliteConfig(databaseUrl: string, connections = 1): Knex.Config {
+function sqliteFilename(databaseUrl: string): string {
   const location = databaseUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-  const filename = location === ':memory:' ? ':memory:' : resolve(location);
+  return location === ':memory:' ? ':memory:' : resolve(location);
+}
+
+/** Every SQLite connection waits this long for another process's write lock before SQLITE_BUSY. */
+const SQLITE_BUSY_TIMEOUT_MS = 5000;
+
+function sqliteConfig(databaseUrl: string, connections = 1): Knex.Config {
+  const filename = sqliteFilename(databaseUrl);
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
   return {
     client: 'sqlite3',
@@ -56,7 +66,7 @@ function sqliteConfig(databaseUrl: string, connections = 1): Knex.Config {
       // secure_delete: erased rows are overwritten in the file, not just unlinked (data-protection erasure).
       afterCreate(connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) {
         connection.exec(
-          'PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;',
+          `PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}; PRAGMA synchronous = NORMAL;`,
           (error: Error | null) => done(error, connection),
         );
       },
@@ -106,9 +116,16 @@ export function openDatabase(databaseUrl: string): Database {
   const reader = dialect === 'sqlite' && !databaseUrl.endsWith(':memory:') ? knex(sqliteConfig(databaseUrl, SQLITE_READERS)) : instance;
   const pools = [...new Set([instance, reader])];
   for (const pool of pools) pool.on('query-error', (error: unknown) => databaseQueryErrors.labels(queryErrorKind(error)).inc());
+  const hot =
+    dialect === 'postgres'
+      ? postgresHotStatements(instance, queryErrorKind)
+      : reader === instance
+        ? knexHotStatements(instance)
+        : sqliteHotStatements(sqliteFilename(databaseUrl), SQLITE_READERS, SQLITE_BUSY_TIMEOUT_MS, queryErrorKind);
   return {
     knex: instance,
     reader,
+    hot,
     dialect,
     async migrate() {
       await instance.migrate.latest({ migrationSource: migrations });
@@ -135,6 +152,7 @@ export function openDatabase(databaseUrl: string): Database {
       }
     },
     async close() {
+      await hot.close();
       if (reader !== instance) await reader.destroy();
       await instance.destroy();
     },

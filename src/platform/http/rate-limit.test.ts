@@ -62,12 +62,47 @@ for (const factory of testDatabases()) {
       assert.deepEqual(statuses, expected);
     });
 
+    it('does not count a request the burst window refuses against the minute window', async () => {
+      const lender = await admin.createLender(ctx, { name: 'Counted Lender', plan: 'pilot' });
+      const { apiKey } = await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' });
+      const responses = await Promise.all(Array.from({ length: 12 }, () => call(services[0]!, apiKey)));
+      assert.deepEqual(responses.map((r) => r.status).sort(), [...Array(10).fill(404), 429, 429]);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      // 10 counted, then this one: the two refusals took nothing from the minute.
+      assert.equal((await call(services[0]!, apiKey)).headers['x-ratelimit-remaining'], '49');
+    });
+
+    it("applies a key's new quota from its next request on, in every process", async () => {
+      const lender = await admin.createLender(ctx, { name: 'Changing Lender', plan: 'pilot' });
+      const { apiKey, record } = await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' });
+      for (const service of services) assert.equal((await call(service, apiKey)).headers['x-ratelimit-limit'], '60');
+      await admin.setKeyRateLimit(ctx, { keyId: record.id, rateLimit: 3, burst: 3 });
+      const first = await call(services[0]!, apiKey);
+      assert.deepEqual([first.status, first.headers['x-ratelimit-limit'], first.headers['x-ratelimit-remaining']], [404, '3', '2']);
+      const statuses = [(await call(services[1]!, apiKey)).status, (await call(services[0]!, apiKey)).status, (await call(services[1]!, apiKey)).status];
+      assert.deepEqual(statuses, factory.name === 'postgres' ? [404, 404, 429] : [404, 404, 404]);
+    });
+
     it('limits requests without a valid key per client address', async () => {
       const guesses = ANONYMOUS_QUOTA.burst + 2;
       const responses = await Promise.all(Array.from({ length: guesses }, () => call(services[0]!, 'civ_live_GuessedKey00000000000000000000')));
       const statuses = responses.map((r) => r.status).sort();
       assert.deepEqual(statuses, [...Array(ANONYMOUS_QUOTA.burst).fill(401), 429, 429]);
       assert.equal(responses.find((r) => r.status === 401)!.headers['x-ratelimit-limit'], String(ANONYMOUS_QUOTA.perMinute));
+    });
+
+    // Last: its 401s count against the test's client address, which the test above counts from zero.
+    it('refuses a key revoked after it was used from its next request on, in every process (D9)', async () => {
+      // The test above used up this address's burst window for the current second.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const lender = await admin.createLender(ctx, { name: 'Revoking Lender', plan: 'pilot' });
+      const { apiKey, record } = await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' });
+      for (const service of services) assert.equal((await call(service, apiKey)).status, 404);
+      await admin.revokeKey(ctx, record.id);
+      for (const service of services) {
+        const response = await call(service, apiKey);
+        assert.deepEqual([response.status, response.body.error], [401, 'unauthorized']);
+      }
     });
   });
 }

@@ -4,6 +4,7 @@ import type { Principal } from '../principal.ts';
 import type { ServiceMode } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { ApiError } from './error-catalogue.ts';
+import type { CountedWindows, WindowCounts } from '../rate-limit-windows.ts';
 
 export interface Quota {
   /** Requests per fixed 60-second window (what X-RateLimit-* describe). */
@@ -30,7 +31,7 @@ export function quotaFor(principal: Principal, mode: ServiceMode): Quota {
   return rateLimitPerMinute && rateLimitBurst ? { perMinute: rateLimitPerMinute, burst: rateLimitBurst } : plan;
 }
 
-type Outcome = { allowed: boolean; minute: RateLimiterRes; retryAfterMs: number };
+export type Outcome = { allowed: boolean; minute: RateLimiterRes; retryAfterMs: number };
 
 /**
  * Fixed-window counters from rate-limiter-flexible: in the database on PostgreSQL (shared by every
@@ -40,6 +41,35 @@ export class RateLimits {
   private readonly limiters = new Map<string, RateLimiterAbstract>();
 
   constructor(private readonly store: Pick<Database, 'dialect' | 'knex'>) {}
+
+  /** True on PostgreSQL: the windows live in the database, and a request may be counted by one statement with its key's lookup. */
+  get countsInDatabase(): boolean {
+    return this.store.dialect === 'postgres';
+  }
+
+  /** The rows a request of `subject` under `quota` counts in, for a statement that counts it elsewhere. */
+  windowsOf(subject: string, quota: Quota, now = Date.now()): WindowCounts {
+    return {
+      burstKey: this.limiter(quota.burst, 1).getKey(subject),
+      minuteKey: this.limiter(quota.perMinute, 60).getKey(subject),
+      burstExpiresAt: now + 1000,
+      minuteExpiresAt: now + 60_000,
+      now,
+      burst: quota.burst,
+    };
+  }
+
+  /** The outcome `consume` would have given, from what such a statement counted. */
+  outcomeOf(quota: Quota, counted: CountedWindows, now = Date.now()): Outcome {
+    const minute = new RateLimiterRes(
+      Math.max(quota.perMinute - counted.minutePoints, 0),
+      counted.minuteExpiresAt === null ? 60_000 : Math.max(counted.minuteExpiresAt - now, 0),
+      counted.minutePoints,
+    );
+    if (counted.burstPoints > quota.burst) return { allowed: false, minute, retryAfterMs: Math.max(counted.burstExpiresAt - now, 0) };
+    if (counted.minutePoints > quota.perMinute) return { allowed: false, minute, retryAfterMs: minute.msBeforeNext };
+    return { allowed: true, minute, retryAfterMs: 0 };
+  }
 
   private limiter(points: number, durationSeconds: number): RateLimiterAbstract {
     const id = `${points}/${durationSeconds}`;
@@ -110,7 +140,8 @@ export function rateLimitByKey(limits: RateLimits, mode: ServiceMode): RequestHa
     try {
       const principal = req.principal!;
       const quota = quotaFor(principal, mode);
-      const outcome = await limits.consume(`key:${principal.keyId}`, quota);
+      // Counted already when the key's lookup did it in the same statement (PostgreSQL).
+      const outcome = req.rateLimitOutcome ?? (await limits.consume(`key:${principal.keyId}`, quota));
       setHeaders(res, quota, outcome);
       next(outcome.allowed ? undefined : refusal(quota, outcome));
     } catch (error) {

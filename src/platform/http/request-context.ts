@@ -1,10 +1,13 @@
 import type { Principal } from '../principal.ts';
+import type { Outcome as RateLimitOutcome } from './rate-limit.ts';
 
 // What the middleware chain adds to a request before its handler runs.
 declare module 'express-serve-static-core' {
   interface Request {
     /** Set by the authentication middleware (accounts/) for /api/v1 requests. */
     principal?: Principal;
+    /** Set with the principal when the same statement counted the request against the key's quota. */
+    rateLimitOutcome?: RateLimitOutcome;
     requestId?: string;
   }
 }

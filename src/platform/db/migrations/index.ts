@@ -15,6 +15,7 @@ import * as webhookSecretRotation from './20261124_013_webhook_secret_rotation.t
 import * as tapeSigningKeys from './20261125_014_tape_signing_keys.ts';
 import * as lenderDeactivation from './20261125_015_lender_deactivation.ts';
 import * as dashboardUsers from './20261125_016_dashboard_users.ts';
+import * as unloggedRateLimits from './20261126_017_unlogged_rate_limits.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -36,6 +37,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261125_014_tape_signing_keys', tapeSigningKeys],
   ['20261125_015_lender_deactivation', lenderDeactivation],
   ['20261125_016_dashboard_users', dashboardUsers],
+  ['20261126_017_unlogged_rate_limits', unloggedRateLimits],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

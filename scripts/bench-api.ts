@@ -3,17 +3,19 @@
 // per second, p99 latency and the ratio to bare Express for the status, tape and create endpoints.
 // Then the cost of metrics: the same endpoints on two service processes, one without METRICS_PORT
 // and one with it and scraped every second as Prometheus would (more often than its usual 15 s),
-// loaded in the order off, on, on, off (half BENCH_SECONDS each) so drift of the machine during the
-// run weighs on both alike; prints the throughput ratio on/off (goal: metrics cost under 5 %).
+// both loaded at the same time (half the connections each, three rounds, medians) so whatever else
+// the machine does weighs on both alike, both servers pinned to one CPU and the load generator to the
+// other; prints the throughput ratio on/off (goal: metrics cost under 5 %), each server's CPU time per
+// request, and a control row of two servers without metrics (the method's own spread).
 // Each server runs in its own process, so the load generator never shares their event loop.
 // The service runs on a fresh SQLite file, and also on PostgreSQL when BENCH_DATABASE_URL names one
 // (both tables printed, each beside the same bare Express figure). The peak RSS of the service
 // process under load is printed with each table (goal: at most 250 MB).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../test/support/free-port.ts';
@@ -36,8 +38,9 @@ async function waitReady(url: string, child: ChildProcess): Promise<void> {
   throw new Error(`${url} never became ready`);
 }
 
-function run(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+function run(args: string[], env: Record<string, string>, cpu?: number): ChildProcess {
+  const [command, argv] = cpu === undefined ? [process.execPath, args] : ['taskset', ['-c', String(cpu), process.execPath, ...args]];
+  return spawn(command, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -51,12 +54,13 @@ interface Measurement {
   rps: number;
   p99: number;
   errors: number;
+  total: number;
 }
 
 async function load(name: string, options: autocannon.Options): Promise<Measurement> {
   const result = await autocannon({ connections, duration: seconds, ...options });
   const errors = result.errors + result.timeouts + result.non2xx;
-  return { name, rps: result.requests.average, p99: result.latency.p99, errors };
+  return { name, rps: result.requests.average, p99: result.latency.p99, errors, total: result.requests.total };
 }
 
 const BARE_EXPRESS = `
@@ -151,7 +155,7 @@ interface BenchService {
 }
 
 /** A service process with a lender whose key the rate limiter never refuses, and one completed verification. */
-async function startBenchService(dir: string, name: string, extra: Record<string, string>): Promise<BenchService> {
+async function startBenchService(dir: string, name: string, extra: Record<string, string>, cpu?: number): Promise<BenchService> {
   const port = await freePort();
   const env = {
     PORT: String(port),
@@ -161,7 +165,7 @@ async function startBenchService(dir: string, name: string, extra: Record<string
     LOG_LEVEL: 'warn',
     ...extra,
   };
-  const child = run(['--import', 'tsx', 'src/server.ts'], env);
+  const child = run(['--import', 'tsx', 'src/server.ts'], env, cpu);
   await waitReady(`http://127.0.0.1:${port}/readyz`, child);
   const lender = await runAdmin(env, ['lender', 'create', '--name', 'Benchmark Lender']);
   const key = await runAdmin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
@@ -224,32 +228,84 @@ async function loadScraped(service: BenchService, name: string, options: autocan
 
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 
-async function metricsCost(dir: string, services: BenchService[]): Promise<void> {
-  const off = await startBenchService(dir, 'metrics-off', {});
-  services.push(off);
-  const on = await startBenchService(dir, 'metrics-on', { METRICS_PORT: String(await freePort()), METRICS_TOKEN });
-  services.push(on);
-  const half = Math.max(3, Math.round(seconds / 2));
-  console.log(`\nCost of metrics: each endpoint loaded off, on, on, off (${half} s each), metrics scraped every second while on`);
-  console.log(
-    `${'endpoint'.padEnd(42)} ${'off req/s'.padStart(10)} ${'on req/s'.padStart(9)} ${'off p99'.padStart(8)} ${'on p99'.padStart(7)} ${'on/off'.padStart(7)}  goal    errors`,
-  );
-  const offEndpoints = endpointsOf(off);
-  const onEndpoints = endpointsOf(on);
-  for (let i = 0; i < offEndpoints.length; i++) {
-    const name = offEndpoints[i]!.name;
-    const a1 = await loadScraped(off, name, offEndpoints[i]!.options, half);
-    const b1 = await loadScraped(on, name, onEndpoints[i]!.options, half);
-    const b2 = await loadScraped(on, name, onEndpoints[i]!.options, half);
-    const a2 = await loadScraped(off, name, offEndpoints[i]!.options, half);
-    const offRps = (a1.rps + a2.rps) / 2;
-    const onRps = (b1.rps + b2.rps) / 2;
-    const ratio = onRps / offRps;
-    const verdict = ratio >= 0.95 ? 'met' : 'MISSED';
-    console.log(
-      `${name.padEnd(42)} ${offRps.toFixed(0).padStart(10)} ${onRps.toFixed(0).padStart(9)} ${String(Math.max(a1.p99, a2.p99)).padStart(8)} ${String(Math.max(b1.p99, b2.p99)).padStart(7)} ${ratio.toFixed(3).padStart(7)}  ≥0.95 ${verdict.padEnd(6)} ${a1.errors + a2.errors + b1.errors + b2.errors}`,
-    );
+/** CPU time (user + system, all threads) a process has used so far, in µs (Linux /proc; 0 elsewhere). */
+function cpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime, in clock ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return 0;
   }
+}
+
+/** One slice of load on one service, with the requests it served and the CPU its process spent on them. */
+async function slice(
+  service: BenchService,
+  name: string,
+  options: autocannon.Options,
+  duration: number,
+): Promise<Measurement & { requests: number; cpuMicros: number }> {
+  const before = cpuMicros(service.child.pid!);
+  const measurement = await loadScraped(service, name, options, duration);
+  return { ...measurement, requests: measurement.total, cpuMicros: cpuMicros(service.child.pid!) - before };
+}
+
+/** Pins this process (the load generator) to CPU `cpu`, when the machine has two and taskset exists. */
+function pinSelf(cpu: number): boolean {
+  return availableParallelism() >= 2 && spawnSync('taskset', ['-a', '-cp', String(cpu), String(process.pid)]).status === 0;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function metricsCost(dir: string, services: BenchService[]): Promise<void> {
+  // Both servers on CPU 1 and the load generator on CPU 0: unpinned, the scheduler gives one server
+  // a core shared with the load generator and the other not, and two identical servers differed by
+  // up to 15 % in one run.
+  const pinned = pinSelf(0);
+  const serverCpu = pinned ? 1 : undefined;
+  const off = await startBenchService(dir, 'metrics-off', {}, serverCpu);
+  services.push(off);
+  const on = await startBenchService(dir, 'metrics-on', { METRICS_PORT: String(await freePort()), METRICS_TOKEN }, serverCpu);
+  services.push(on);
+  const control = await startBenchService(dir, 'metrics-off-control', {}, serverCpu);
+  services.push(control);
+  const rounds = 3;
+  console.log(
+    `\nCost of metrics: each endpoint loaded on two servers at once (${connections / 2} connections each, ${seconds} s, ${rounds} rounds, medians shown), one without metrics, one with them and scraped every second${pinned ? '; both servers on CPU 1, the load generator on CPU 0' : ''}`,
+  );
+  console.log("CPU per request: each server process's user + system time (all its threads) over the requests it served");
+  console.log(
+    `${'endpoint'.padEnd(42)} ${'off req/s'.padStart(10)} ${'on req/s'.padStart(9)} ${'on/off'.padStart(7)}  goal    ${'off µs/req'.padStart(10)} ${'on µs/req'.padStart(9)} ${'on/off'.padStart(7)}  errors`,
+  );
+  const compare = async (name: string, a: BenchService, b: BenchService, index: number, goal: boolean) => {
+    const ratios: number[] = [];
+    const cpuRatios: number[] = [];
+    const figures = { aRps: [] as number[], bRps: [] as number[], aCpu: [] as number[], bCpu: [] as number[] };
+    let errors = 0;
+    for (let round = 0; round < rounds; round++) {
+      const [aSlice, bSlice] = await Promise.all([
+        slice(a, name, { ...endpointsOf(a)[index]!.options, connections: connections / 2 }, seconds),
+        slice(b, name, { ...endpointsOf(b)[index]!.options, connections: connections / 2 }, seconds),
+      ]);
+      figures.aRps.push(aSlice.rps);
+      figures.bRps.push(bSlice.rps);
+      figures.aCpu.push(aSlice.cpuMicros / aSlice.requests);
+      figures.bCpu.push(bSlice.cpuMicros / bSlice.requests);
+      ratios.push(bSlice.rps / aSlice.rps);
+      cpuRatios.push(bSlice.cpuMicros / bSlice.requests / (aSlice.cpuMicros / aSlice.requests));
+      errors += aSlice.errors + bSlice.errors;
+    }
+    const ratio = median(ratios);
+    const verdict = goal ? (ratio >= 0.95 ? 'met' : 'MISSED') : '';
+    console.log(
+      `${name.padEnd(42)} ${median(figures.aRps).toFixed(0).padStart(10)} ${median(figures.bRps).toFixed(0).padStart(9)} ${ratio.toFixed(3).padStart(7)}  ${goal ? '≥0.95' : '     '} ${verdict.padEnd(6)} ${median(figures.aCpu).toFixed(0).padStart(10)} ${median(figures.bCpu).toFixed(0).padStart(9)} ${median(cpuRatios).toFixed(3).padStart(7)}  ${errors}`,
+    );
+  };
+  const names = endpointsOf(off).map((endpoint) => endpoint.name);
+  for (let i = 0; i < names.length; i++) await compare(names[i]!, off, on, i, true);
+  console.log('control: the same with metrics off on both servers (how far apart two identical servers measure)');
+  await compare(names[0]!, off, control, 0, false);
 }
 
 await main();

@@ -104,8 +104,9 @@ export class VerificationLifecycle {
     return this.deps.verifications.findForLender(lenderId, verificationId);
   }
 
-  findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
-    return this.deps.verifications.findTapeForLender(lenderId, verificationId);
+  async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
+    const found = await this.deps.verifications.findTapeForLender(lenderId, verificationId);
+    return found && { status: found.status, tape: found.tape };
   }
 
   /**
@@ -113,17 +114,31 @@ export class VerificationLifecycle {
    * the refusal says where the verification stands; a product type newer than the version is refused.
    */
   async renderedTapeForLender<V extends SchemaVersion>(lenderId: string, verificationId: string, version: V): Promise<RenderedTapes[V]> {
+    return (await this.tapeResponseForLender(lenderId, verificationId, version)).tape;
+  }
+
+  /**
+   * The same tape with its JSON, as sent and signed (P26). At the stored version (2.0.0) that is the
+   * stored text itself, which saveTape wrote as JSON.stringify of the tape: nothing serialised again.
+   */
+  async tapeResponseForLender<V extends SchemaVersion>(
+    lenderId: string,
+    verificationId: string,
+    version: V,
+  ): Promise<{ tape: RenderedTapes[V]; json: string }> {
     const found = await this.deps.verifications.findTapeForLender(lenderId, verificationId);
     if (!found) throw new DomainError('not_found', `No verification ${verificationId}.`);
-    if (found.status !== 'completed' || !found.tape) {
+    if (found.status !== 'completed' || !found.tape || found.storedJson === null) {
       throw new DomainError('not_found', `Verification ${verificationId} is ${found.status}; its tape exists once it is completed.`);
     }
+    let tape: RenderedTapes[V];
     try {
-      return renderTape(found.tape, version);
+      tape = renderTape(found.tape, version);
     } catch (error) {
       if (error instanceof TapeVersionUnsupported) throw new DomainError('refused', error.message);
       throw error;
     }
+    return { tape, json: tape === found.tape ? found.storedJson : JSON.stringify(tape) };
   }
 
   /** How one of the lender's verifications got where it is: its transitions and the events they recorded, oldest first. */

@@ -636,10 +636,14 @@ export class VerificationsRepository {
     return first ? { record: toRecord(first, this.links), connections: connectionsOf(rows) } : null;
   }
 
-  async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
+  /** `storedJson` is the tape's text as saveTape stored it. */
+  async findTapeForLender(
+    lenderId: string,
+    verificationId: string,
+  ): Promise<{ status: VerificationStatus; tape: RiskTape200 | null; storedJson: string | null } | null> {
     const [row] = await this.hot.rows<{ status: VerificationStatus; tape: string | null }>(TAPE_FOR_LENDER, [verificationId, lenderId]);
     if (!row) return null;
-    return { status: row.status, tape: row.tape ? (JSON.parse(row.tape) as RiskTape200) : null };
+    return { status: row.status, tape: row.tape ? (JSON.parse(row.tape) as RiskTape200) : null, storedJson: row.tape };
   }
 
   async transitionsOf(verificationId: string): Promise<Array<{ from: string | null; to: string; trigger: string; reason: string | null; at: string }>> {

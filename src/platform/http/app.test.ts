@@ -128,9 +128,9 @@ describe('HTTP app error handling', () => {
   } as unknown as AccountsRepository;
   const rateLimits = new RateLimits({ dialect: 'sqlite', knex: undefined as never });
   const authenticateWithStubAccounts = authenticate({ accounts, mode: 'sandbox', limits: rateLimits });
-  const build = (handlers: Parameters<typeof createHttpApp>[0]['handlers']) =>
+  const build = (handlers: Parameters<typeof createHttpApp>[0]['handlers'], validateResponses = true) =>
     createHttpApp({
-      config: { mode: 'sandbox', trustProxy: false, validateResponses: true },
+      config: { mode: 'sandbox', trustProxy: false, validateResponses },
       logger,
       authenticate: authenticateWithStubAccounts,
       rateLimits,
@@ -174,6 +174,20 @@ describe('HTTP app error handling', () => {
     const refused = await request(build({ getHealth: breaksContract as unknown as OperationHandler<'getHealth'> })).get('/healthz');
     assert.equal(refused.status, 500);
     assert.equal(refused.body.error, 'internal_error');
+  });
+
+  it('sends a pre-serialised body byte for byte without the response validator, the value never serialised', async () => {
+    const serialized = '{ "status" : "ok" }';
+    const body = {
+      toJSON() {
+        throw new Error('the value was serialised although its bytes were given');
+      },
+    };
+    const app = build({ getHealth: (async () => ({ status: 200, body, serialized })) as unknown as OperationHandler<'getHealth'> }, false);
+    const response = await request(app).get('/healthz');
+    assert.equal(response.status, 200);
+    assert.equal(response.text, serialized);
+    assert.equal(response.headers['content-type'], 'application/json; charset=utf-8');
   });
 
   it('answers operations without a handler with 503 naming the operation', async () => {

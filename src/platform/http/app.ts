@@ -58,10 +58,10 @@ function refuseLoneSurrogates(key: string, value: unknown): unknown {
 type RoutedHandler = (request: never) => Promise<{ status: number; body?: unknown; headers?: Record<string, string>; serialized?: string }>;
 
 /**
- * Sends a pre-serialised JSON body byte for byte. It still goes through `res.json`, where the
- * response validator (when on) checks the value, but the send that follows gets the handler's
- * bytes instead of Express's serialisation of the value. A validation failure answers with another
- * status, whose body is left as it is.
+ * Sends a pre-serialised JSON body byte for byte while the response validator is on (without it,
+ * `adapt` sends the bytes as they are). It goes through `res.json`, where the validator checks the
+ * value, but the send that follows gets the handler's bytes instead of Express's serialisation of
+ * the value. A validation failure answers with another status, whose body is left as it is.
  */
 function sendSerialized(res: Response, status: number, value: unknown, serialized: string): void {
   const send = res.send;
@@ -90,7 +90,7 @@ function refuseNonDecimalIntegers(operation: ApiOperation, originalUrl: string):
   }
 }
 
-function adapt(operation: ApiOperation, handler: RoutedHandler): RequestHandler {
+function adapt(operation: ApiOperation, handler: RoutedHandler, validateResponses: boolean): RequestHandler {
   return async (req, res) => {
     refuseNonDecimalIntegers(operation, req.originalUrl);
     // The validator has checked params, query, headers and body against the spec by now, which is
@@ -108,6 +108,7 @@ function adapt(operation: ApiOperation, handler: RoutedHandler): RequestHandler 
     for (const [name, value] of Object.entries(response.headers ?? {})) res.setHeader(name, value);
     res.status(response.status);
     if (response.body === undefined) res.end();
+    else if (response.serialized !== undefined && !validateResponses) res.type('application/json').send(response.serialized);
     else if (response.serialized !== undefined) sendSerialized(res, response.status, response.body, response.serialized);
     else res.json(response.body);
   };
@@ -200,7 +201,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   for (const operation of operations) {
     const handler = deps.handlers[operation.operationId];
     const deliveredBy = deps.pendingOperations[operation.operationId];
-    const route = handler ? adapt(operation, handler) : pending(operation.operationId, deliveredBy ?? 'no handler');
+    const route = handler ? adapt(operation, handler, deps.config.validateResponses) : pending(operation.operationId, deliveredBy ?? 'no handler');
     app[operation.method](operation.expressPath, route);
   }
 

@@ -1,3 +1,4 @@
+import { subscribe } from 'node:diagnostics_channel';
 import type { Request, RequestHandler, Response } from 'express';
 import type { ApiOperation } from '../http/api-document.ts';
 import { httpRequestDuration, rateLimitRefusals } from './metrics.ts';
@@ -21,7 +22,8 @@ class OperationSeries {
 }
 
 const STARTED = Symbol('requestStarted');
-type TimedResponse = Response & { [STARTED]: number };
+const OBSERVE = Symbol('observeRequest');
+type TimedResponse = Response & { [STARTED]: number; [OBSERVE]: (this: TimedResponse) => void };
 
 /** Paths outside the API, grouped: their own routes are no operation of the spec. */
 const PAGES: Array<[RegExp, string]> = [
@@ -66,7 +68,7 @@ export function requestMetrics(operations: ApiOperation[]): RequestHandler {
     return unmatched;
   }
 
-  // One listener function for every response (no closure per request); the start time rides on the response.
+  // Called for this app's responses only (see onResponseFinish), with the response as `this`.
   function finished(this: TimedResponse): void {
     const req = this.req;
     const status = this.statusCode;
@@ -74,9 +76,26 @@ export function requestMetrics(operations: ApiOperation[]): RequestHandler {
     if (status === 429) (req.principal ? refusedKey : refusedAddress).inc();
   }
 
+  listenForFinishedResponses();
   return (_req, res, next) => {
     (res as TimedResponse)[STARTED] = performance.now();
-    res.on('finish', finished);
+    (res as TimedResponse)[OBSERVE] = finished;
     next();
   };
+}
+
+/**
+ * Node publishes every finished response on the `http.server.response.finish` diagnostics channel:
+ * one subscriber for the process instead of a `finish` listener added to each response, which cost
+ * more than the observation itself. Responses that no request-metrics middleware marked (the
+ * metrics port's own, another app's in the same process) are left alone.
+ */
+let listening = false;
+function listenForFinishedResponses(): void {
+  if (listening) return;
+  listening = true;
+  subscribe('http.server.response.finish', (message) => {
+    const res = (message as { response: Partial<TimedResponse> }).response;
+    res[OBSERVE]?.call(res as TimedResponse);
+  });
 }

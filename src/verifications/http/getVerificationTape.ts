@@ -6,10 +6,13 @@ export type TapeBytesSigner = (bytes: Uint8Array) => Promise<string>;
 
 export function getVerificationTape(lifecycle: VerificationLifecycle, sign: TapeBytesSigner): OperationHandler<'getVerificationTape'> {
   return async (request) => {
-    const body = await lifecycle.renderedTapeForLender(principalOf(request).lender.id, request.params.verification_id, request.query.schema_version ?? '2.0.0');
-    // Serialised here, so that the bytes signed are the bytes sent.
-    const serialized = JSON.stringify(body);
-    const signature = await sign(Buffer.from(serialized, 'utf8'));
-    return { status: 200, body, serialized, headers: { 'X-Tape-Signature': signature } };
+    const { tape, json } = await lifecycle.tapeResponseForLender(
+      principalOf(request).lender.id,
+      request.params.verification_id,
+      request.query.schema_version ?? '2.0.0',
+    );
+    // The bytes signed are the bytes sent.
+    const signature = await sign(Buffer.from(json, 'utf8'));
+    return { status: 200, body: tape, serialized: json, headers: { 'X-Tape-Signature': signature } };
   };
 }

@@ -3,10 +3,11 @@
 // per second, p99 latency and the ratio to bare Express for the status, tape and create endpoints.
 // Then the cost of metrics: the same endpoints on two service processes, one without METRICS_PORT
 // and one with it and scraped every second as Prometheus would (more often than its usual 15 s),
-// both loaded at the same time (half the connections each, three rounds, medians) so whatever else
+// both loaded at the same time (half the connections each, four rounds, medians) so whatever else
 // the machine does weighs on both alike, both servers pinned to one CPU and the load generator to the
 // other; prints the throughput ratio on/off (goal: metrics cost under 5 %), each server's CPU time per
 // request, and a control row of two servers without metrics (the method's own spread).
+// BENCH_ONLY=metrics runs only this part.
 // Each server runs in its own process, so the load generator never shares their event loop.
 // The service runs on a fresh SQLite file, and also on PostgreSQL when BENCH_DATABASE_URL names one
 // (both tables printed, each beside the same bare Express figure). The peak RSS of the service
@@ -19,6 +20,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../test/support/free-port.ts';
+import { SERVER_NODE_FLAGS } from '../test/support/server-process.ts';
 import { runAdmin } from '../src/admin/run-admin.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -72,7 +74,6 @@ const BARE_EXPRESS = `
 
 async function main(): Promise<void> {
   console.log(`API benchmark: autocannon, ${connections} connections, ${seconds} s per endpoint, Node ${process.version}`);
-
   const barePort = await freePort();
   const bare = run(['-e', BARE_EXPRESS], { PORT: String(barePort) });
   await waitReady(`http://127.0.0.1:${barePort}/hello`, bare);
@@ -84,7 +85,8 @@ async function main(): Promise<void> {
   const databases = [{ label: 'SQLite', url: `sqlite:${join(dir, 'service.sqlite')}` }];
   if (process.env.BENCH_DATABASE_URL) databases.push({ label: 'PostgreSQL', url: process.env.BENCH_DATABASE_URL });
   try {
-    for (const database of databases) {
+    // BENCH_ONLY=metrics: the cost of metrics alone.
+    for (const database of process.env.BENCH_ONLY === 'metrics' ? [] : databases) {
       const service = await startBenchService(dir, 'service', { DATABASE_URL: database.url });
       services.push(service);
       const rss = watchPeakRss(service.child.pid!);
@@ -165,7 +167,7 @@ async function startBenchService(dir: string, name: string, extra: Record<string
     LOG_LEVEL: 'warn',
     ...extra,
   };
-  const child = run(['--import', 'tsx', 'src/server.ts'], env, cpu);
+  const child = run([...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/server.ts'], env, cpu);
   await waitReady(`http://127.0.0.1:${port}/readyz`, child);
   const lender = await runAdmin(env, ['lender', 'create', '--name', 'Benchmark Lender']);
   const key = await runAdmin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
@@ -256,7 +258,11 @@ function pinSelf(cpu: number): boolean {
   return availableParallelism() >= 2 && spawnSync('taskset', ['-a', '-cp', String(cpu), String(process.pid)]).status === 0;
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
 
 async function metricsCost(dir: string, services: BenchService[]): Promise<void> {
   // Both servers on CPU 1 and the load generator on CPU 0: unpinned, the scheduler gives one server
@@ -270,7 +276,7 @@ async function metricsCost(dir: string, services: BenchService[]): Promise<void>
   services.push(on);
   const control = await startBenchService(dir, 'metrics-off-control', {}, serverCpu);
   services.push(control);
-  const rounds = 3;
+  const rounds = 4;
   console.log(
     `\nCost of metrics: each endpoint loaded on two servers at once (${connections / 2} connections each, ${seconds} s, ${rounds} rounds, medians shown), one without metrics, one with them and scraped every second${pinned ? '; both servers on CPU 1, the load generator on CPU 0' : ''}`,
   );
@@ -284,10 +290,12 @@ async function metricsCost(dir: string, services: BenchService[]): Promise<void>
     const figures = { aRps: [] as number[], bRps: [] as number[], aCpu: [] as number[], bCpu: [] as number[] };
     let errors = 0;
     for (let round = 0; round < rounds; round++) {
-      const [aSlice, bSlice] = await Promise.all([
-        slice(a, name, { ...endpointsOf(a)[index]!.options, connections: connections / 2 }, seconds),
-        slice(b, name, { ...endpointsOf(b)[index]!.options, connections: connections / 2 }, seconds),
-      ]);
+      // Which load starts first alternates by round: the first started served up to 12 % more in the
+      // control when it was always the same one.
+      const loadA = () => slice(a, name, { ...endpointsOf(a)[index]!.options, connections: connections / 2 }, seconds);
+      const loadB = () => slice(b, name, { ...endpointsOf(b)[index]!.options, connections: connections / 2 }, seconds);
+      const [aSlice, bSlice] =
+        round % 2 === 0 ? await Promise.all([loadA(), loadB()]) : await Promise.all([loadB(), loadA()]).then(([b, a]) => [a, b] as const);
       figures.aRps.push(aSlice.rps);
       figures.bRps.push(bSlice.rps);
       figures.aCpu.push(aSlice.cpuMicros / aSlice.requests);

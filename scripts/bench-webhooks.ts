@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { makeTestCertificates, TestReceiver } from '../test/support/test-receiver.ts';
 import { freePort } from '../test/support/free-port.ts';
 import { runAdmin } from '../src/admin/run-admin.ts';
+import { SERVER_NODE_FLAGS } from '../test/support/server-process.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const endpoints = Number(process.env.BENCH_ENDPOINTS ?? 10);
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
     NODE_EXTRA_CA_CERTS: certificates.caFile,
   };
-  const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const server: ChildProcess = spawn(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/server.ts'], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -90,9 +91,11 @@ async function main(): Promise<void> {
       `webhook benchmark: ${verifications} completed verifications x ${endpoints} endpoints = ${expected} deliveries, database ${env.DATABASE_URL.split(':')[0]}, Node ${process.version}`,
     );
     console.log(`  creation took ${((created - started) / 1000).toFixed(1)} s; deliveries spanned ${((last - first) / 1000).toFixed(1)} s`);
-    console.log(`  deliveries per second:           ${rate.toFixed(0)}   (goal >= 500: ${rate >= 500 ? 'met' : 'MISSED'})`);
     console.log(
-      `  state change -> first attempt:   p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms   (goal p99 <= 250 ms: ${percentile(latencies, 99) <= 250 ? 'met' : 'MISSED'})`,
+      `  deliveries per second:           ${rate.toFixed(0)}   (goal >= 1,500: ${rate >= 1500 ? 'met' : 'MISSED'}; bounded by how fast the creations are made when deliveries span as long as creation)`,
+    );
+    console.log(
+      `  state change -> first attempt:   p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms   (goal p99 <= 100 ms: ${percentile(latencies, 99) <= 100 ? 'met' : 'MISSED'})`,
     );
   } finally {
     server.kill('SIGTERM');

@@ -1,19 +1,20 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { PUBLIC_DEMO_API_KEY } from './platform/config.ts';
 import { freePort } from '../test/support/free-port.ts';
+import { SERVER_NODE_FLAGS } from '../test/support/server-process.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 
 async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; output: () => string }> {
   const port = await freePort();
   let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/server.ts'], {
     cwd: root,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
   });
@@ -39,6 +40,20 @@ describe('server process', function () {
     dir = mkdtempSync(join(tmpdir(), 'civ-server-'));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('runs with the same Node flags from npm start, the Dockerfile and the test and benchmark harness', () => {
+    const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
+    const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
+    assert.ok(cmd, 'the Dockerfile has no CMD in exec form');
+    const dockerArgs = JSON.parse(cmd) as string[];
+    const startArgs = start.split(/\s+/);
+    for (const flag of SERVER_NODE_FLAGS) {
+      assert.ok(startArgs.includes(flag), `npm start lacks ${flag}`);
+      assert.ok(dockerArgs.includes(flag), `the Dockerfile's CMD lacks ${flag}`);
+    }
+    const nodeFlags = (args: string[]) => args.filter((arg) => arg.startsWith('--') && arg !== '--import');
+    assert.deepEqual(nodeFlags(startArgs), nodeFlags(dockerArgs));
+  });
 
   it('prints where it listens and the demo key, and serves the docs page', async () => {
     const { child, port, output } = await startServer({ DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}` });
@@ -83,7 +98,7 @@ describe('server process', function () {
   });
 
   it('refuses to start with a configuration it cannot honour', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/server.ts'], {
       cwd: root,
       env: { ...process.env, SERVICE_MODE: 'production', DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}`, ENCRYPTION_KEY: '' },
     });

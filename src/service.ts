@@ -13,6 +13,7 @@ import { JobQueue } from './platform/jobs/job-queue.ts';
 import { JobRunner } from './platform/jobs/job-runner.ts';
 import type { Logger } from './platform/logger.ts';
 import { databaseGauges } from './platform/metrics/metrics.ts';
+import type { Registry } from 'prom-client';
 import { metricsEndpoint } from './platform/metrics/metrics-endpoint.ts';
 import { requestMetrics } from './platform/metrics/request-metrics.ts';
 import { EventOutbox } from './platform/events/outbox.ts';
@@ -60,6 +61,8 @@ export interface Service {
   rateLimits: RateLimits;
   /** `GET /metrics` for the metrics listener; null when METRICS_PORT is unset. */
   metrics: RequestListener | null;
+  /** What `metrics` serves beside the process's own instruments; null when METRICS_PORT is unset. */
+  metricsRegistries: Registry[] | null;
   tapeSigner: TapeSigner;
   /** Production only: platforms without credentials, which creators cannot connect. */
   unavailablePlatforms: ReadonlyArray<{ platform: string; variables: readonly string[] }>;
@@ -207,23 +210,20 @@ export async function startService(config: Config, logger: Logger, options: Serv
     });
     const rateLimits = new RateLimits(db);
     const apiDocument = loadApiDocument();
-    const metrics = config.metrics
-      ? metricsEndpoint({
-          registries: [
-            databaseGauges(
-              {
-                jobs: () => queue.stats(clock.now()),
-                jobKinds: Object.keys(jobHandlers),
-                webhooks: () => webhooks.backlog(clock.now()),
-                pool: () => db.poolStats(),
-              },
-              logger,
-            ),
-          ],
-          token: config.metrics.token,
-          logger,
-        })
+    const metricsRegistries = config.metrics
+      ? [
+          databaseGauges(
+            {
+              jobs: () => queue.stats(clock.now()),
+              jobKinds: Object.keys(jobHandlers),
+              webhooks: () => webhooks.backlog(clock.now()),
+              pool: () => db.poolStats(),
+            },
+            logger,
+          ),
+        ]
       : null;
+    const metrics = config.metrics && metricsRegistries ? metricsEndpoint({ registries: metricsRegistries, token: config.metrics.token, logger }) : null;
     const dashboard = dashboardRoutes({
       users: dashboardUsers,
       lifecycle,
@@ -259,6 +259,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       verifications,
       rateLimits,
       metrics,
+      metricsRegistries,
       tapeSigner,
       unavailablePlatforms,
       async close() {

@@ -55,6 +55,8 @@ export interface Config {
   /** Express's `trust proxy`: false, true, a number of hops, or a list of addresses, CIDR ranges and Express's names. */
   trustProxy: TrustProxy;
   shutdownGraceMs: number;
+  /** Server processes (Node's cluster module) sharing the port; above 1 only on PostgreSQL. */
+  webConcurrency: number;
   /** Validate every response against the spec (tests): a mismatch is a 500 there, never in production. */
   validateResponses: boolean;
   /**
@@ -171,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ENCRYPTION_KEY: encryptionKey({ default: '' }),
       TRUST_PROXY: trustProxy({ default: false }),
       SHUTDOWN_GRACE_MS: num({ default: 10000 }),
+      WEB_CONCURRENCY: num({ default: 1 }),
       VALIDATE_RESPONSES: bool({ default: false }),
       METRICS_PORT: str({ default: '' }),
       METRICS_HOST: str({ default: '127.0.0.1' }),
@@ -194,6 +197,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.WEBHOOK_TIMEOUT_MS < 100 || e.WEBHOOK_TIMEOUT_MS > 30000) throw new ConfigError('Invalid configuration: WEBHOOK_TIMEOUT_MS must be 100 to 30000');
   if (!Number.isInteger(e.JOB_LEASE_MS) || e.JOB_LEASE_MS < 1000 || e.JOB_LEASE_MS > 3_600_000) {
     throw new ConfigError('Invalid configuration: JOB_LEASE_MS must be a whole number from 1000 to 3600000');
+  }
+  if (!Number.isInteger(e.WEB_CONCURRENCY) || e.WEB_CONCURRENCY < 1 || e.WEB_CONCURRENCY > 64) {
+    throw new ConfigError('Invalid configuration: WEB_CONCURRENCY must be a whole number from 1 to 64');
+  }
+  // Server processes share limits, idempotency and jobs through PostgreSQL; SQLite's rate limits live
+  // in each process's memory, and a SQLite deployment is one process.
+  if (e.WEB_CONCURRENCY > 1 && e.DATABASE_URL.startsWith('sqlite:')) {
+    throw new ConfigError('Invalid configuration: WEB_CONCURRENCY above 1 needs PostgreSQL (DATABASE_URL postgres:); a SQLite deployment is one process');
   }
   if (e.PROCESSING_WINDOW_SECONDS < 1) throw new ConfigError('Invalid configuration: PROCESSING_WINDOW_SECONDS must be at least 1');
   if (e.SANDBOX_COMPLETE_DELAY_MS < 0) throw new ConfigError('Invalid configuration: SANDBOX_COMPLETE_DELAY_MS must be >= 0');
@@ -253,6 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKey: decodeKey(e.ENCRYPTION_KEY),
     trustProxy: e.TRUST_PROXY,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    webConcurrency: e.WEB_CONCURRENCY,
     validateResponses: e.VALIDATE_RESPONSES,
     metrics: metricsPort === null ? null : { port: metricsPort, host: e.METRICS_HOST, token: e.METRICS_TOKEN || null },
   };

@@ -20,8 +20,23 @@ function answer(res: ServerResponse, status: number, error: string, message: str
  */
 export function metricsEndpoint(options: { registries: Registry[]; token: string | null; logger: Logger }): RequestListener {
   collectProcessMetrics();
-  const expected = options.token ? digest(`Bearer ${options.token}`) : null;
   const registries = [processRegistry, ...options.registries];
+  return metricsListener({
+    collect: async () => (await Promise.all(registries.map((registry) => registry.metrics()))).join(''),
+    token: options.token,
+    logger: options.logger,
+  });
+}
+
+/** The registries a server process reports, for its cluster's primary to aggregate (WEB_CONCURRENCY). */
+export function processRegistries(registries: Registry[]): Registry[] {
+  collectProcessMetrics();
+  return [processRegistry, ...registries];
+}
+
+/** The same endpoint, serving whatever `collect` gathers (a cluster's primary: its workers' metrics, aggregated). */
+export function metricsListener(options: { collect: () => Promise<string>; token: string | null; logger: Logger }): RequestListener {
+  const expected = options.token ? digest(`Bearer ${options.token}`) : null;
   const authorised = (req: IncomingMessage) => !expected || timingSafeEqual(digest(req.headers.authorization ?? ''), expected);
 
   return (req, res) => {
@@ -34,9 +49,9 @@ export function metricsEndpoint(options: { registries: Registry[]; token: string
     }
     void (async () => {
       try {
-        const texts = await Promise.all(registries.map((registry) => registry.metrics()));
+        const text = await options.collect();
         res.writeHead(200, { 'Content-Type': processRegistry.contentType, 'Cache-Control': 'no-store' });
-        res.end(req.method === 'HEAD' ? undefined : texts.join(''));
+        res.end(req.method === 'HEAD' ? undefined : text);
       } catch (error) {
         options.logger.error({ err: error }, 'metrics scrape failed');
         answer(res, 500, 'internal_error', 'The metrics could not be collected.');

@@ -123,7 +123,8 @@ export interface DatabaseGaugeSources {
 
 /**
  * Gauges computed from the database when Prometheus scrapes. Every process of a deployment reports
- * the same backlog (they share one database): aggregate them with max(), not sum().
+ * the same backlog (they share one database): aggregate them with max(), not sum(). The processes of
+ * one cluster (WEB_CONCURRENCY) are aggregated so already, by the primary.
  */
 export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): Registry {
   type Snapshot = { jobs: Awaited<ReturnType<DatabaseGaugeSources['jobs']>> | null; webhooks: Awaited<ReturnType<DatabaseGaugeSources['webhooks']>> | null };
@@ -152,6 +153,8 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
     name: `${PREFIX}db_reachable`,
     help: 'Whether the database answered the reads of this scrape (1) or not (0).',
     registers: [registry],
+    // Across the server processes of one cluster (WEB_CONCURRENCY): reachable only if it was for all.
+    aggregator: 'min',
     async collect() {
       const { jobs, webhooks } = await snapshot();
       reachable.set(jobs && webhooks ? 1 : 0);
@@ -162,6 +165,7 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
     help: 'Durable jobs pending or running, by kind (all processes share the queue).',
     labelNames: ['kind'] as const,
     registers: [registry],
+    aggregator: 'max',
     async collect() {
       const { jobs } = await snapshot();
       jobsQueued.reset();
@@ -175,6 +179,7 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
     help: 'How long the oldest due job of each kind has waited past its run time (0: none waiting).',
     labelNames: ['kind'] as const,
     registers: [registry],
+    aggregator: 'max',
     async collect() {
       const { jobs } = await snapshot();
       jobsLag.reset();
@@ -190,6 +195,7 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
     const gauge: Gauge<Label> = new Gauge<Label>({
       ...configuration,
       registers: [registry],
+      aggregator: 'max',
       async collect() {
         const { webhooks } = await snapshot();
         gauge.reset();

@@ -19,6 +19,7 @@ export const SERVICE_ENV_NAMES = [
   'METRICS_PORT',
   'METRICS_HOST',
   'METRICS_TOKEN',
+  'WEB_CONCURRENCY',
   // Not the service's own, but it decides which receivers it trusts (D16).
   'NODE_EXTRA_CA_CERTS',
 ];

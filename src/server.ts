@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { createServer } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import { AggregatorRegistry } from 'prom-client';
 import { createHttpServer } from './platform/http/http-server.ts';
 import { ConfigError, loadConfig } from './platform/config.ts';
@@ -40,15 +40,7 @@ async function main(): Promise<void> {
     new AggregatorRegistry();
     AggregatorRegistry.setRegistries(processRegistries(service.metricsRegistries));
   }
-  const metricsServer = service.metrics && config.metrics && !cluster.isWorker ? createServer(service.metrics) : null;
-  if (metricsServer && config.metrics) {
-    const { port: metricsPort, host: metricsHost } = config.metrics;
-    await new Promise<void>((resolve, reject) => {
-      metricsServer.once('error', reject);
-      metricsServer.listen(metricsPort, metricsHost, resolve);
-    });
-    logger.info({ port: metricsPort, host: metricsHost, bearer: config.metrics.token !== null }, 'metrics listening');
-  }
+  const metricsServer = service.metrics && !cluster.isWorker ? await listenForMetrics(config, service.metrics, logger) : null;
   service.jobs.start(JOB_POLL_INTERVAL_MS);
   // New deliveries wake the sender at once; the poll picks up retries and other processes' work.
   service.deliveries.start(DELIVERY_POLL_INTERVAL_MS);
@@ -83,6 +75,19 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** The metrics port (METRICS_PORT), when configured: Prometheus scrapes it, never the public API's. */
+async function listenForMetrics(config: Config, listener: RequestListener, logger: Logger): Promise<Server | null> {
+  if (!config.metrics) return null;
+  const { port, host, token } = config.metrics;
+  const metricsServer = createServer(listener);
+  await new Promise<void>((resolve, reject) => {
+    metricsServer.once('error', reject);
+    metricsServer.listen(port, host, resolve);
+  });
+  logger.info({ port, host, bearer: token !== null, cluster: cluster.isPrimary && config.webConcurrency > 1 }, 'metrics listening');
+  return metricsServer;
 }
 
 function bannerOf(config: Config, base: string, unavailablePlatforms: ReadonlyArray<{ platform: string; variables: readonly string[] }>): string {
@@ -145,16 +150,8 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
 
   const aggregator = new AggregatorRegistry();
   const metricsServer = config.metrics
-    ? createServer(metricsListener({ collect: () => aggregator.clusterMetrics(), token: config.metrics.token, logger }))
+    ? await listenForMetrics(config, metricsListener({ collect: () => aggregator.clusterMetrics(), token: config.metrics.token, logger }), logger)
     : null;
-  if (metricsServer && config.metrics) {
-    const { port: metricsPort, host: metricsHost } = config.metrics;
-    await new Promise<void>((resolve, reject) => {
-      metricsServer.once('error', reject);
-      metricsServer.listen(metricsPort, metricsHost, resolve);
-    });
-    logger.info({ port: metricsPort, host: metricsHost, bearer: config.metrics.token !== null }, 'metrics listening (aggregated over the cluster)');
-  }
 
   const shutdown = (signal: NodeJS.Signals) => {
     if (stopping) return;

@@ -20,7 +20,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../test/support/free-port.ts';
-import { SERVER_NODE_FLAGS } from '../test/support/server-process.ts';
+import { cpuMicros, SERVER_NODE_FLAGS } from '../test/support/server-process.ts';
 import { runAdmin } from '../src/admin/run-admin.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -230,17 +230,6 @@ async function loadScraped(service: BenchService, name: string, options: autocan
 
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 
-/** CPU time (user + system, all threads) a process has used so far, in µs (Linux /proc; 0 elsewhere). */
-function cpuMicros(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    // utime and stime, in clock ticks of 10 ms.
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return 0;
-  }
-}
-
 /** One slice of load on one service, with the requests it served and the CPU its process spent on them. */
 async function slice(
   service: BenchService,
@@ -285,8 +274,6 @@ async function metricsCost(dir: string, services: BenchService[]): Promise<void>
     `${'endpoint'.padEnd(42)} ${'off req/s'.padStart(10)} ${'on req/s'.padStart(9)} ${'on/off'.padStart(7)}  goal    ${'off µs/req'.padStart(10)} ${'on µs/req'.padStart(9)} ${'on/off'.padStart(7)}  errors`,
   );
   const compare = async (name: string, a: BenchService, b: BenchService, index: number, goal: boolean) => {
-    const ratios: number[] = [];
-    const cpuRatios: number[] = [];
     const figures = { aRps: [] as number[], bRps: [] as number[], aCpu: [] as number[], bCpu: [] as number[] };
     let errors = 0;
     for (let round = 0; round < rounds; round++) {
@@ -300,14 +287,13 @@ async function metricsCost(dir: string, services: BenchService[]): Promise<void>
       figures.bRps.push(bSlice.rps);
       figures.aCpu.push(aSlice.cpuMicros / aSlice.requests);
       figures.bCpu.push(bSlice.cpuMicros / bSlice.requests);
-      ratios.push(bSlice.rps / aSlice.rps);
-      cpuRatios.push(bSlice.cpuMicros / bSlice.requests / (aSlice.cpuMicros / aSlice.requests));
       errors += aSlice.errors + bSlice.errors;
     }
-    const ratio = median(ratios);
+    const ratio = median(figures.bRps.map((rps, round) => rps / figures.aRps[round]!));
+    const cpuRatio = median(figures.bCpu.map((cpu, round) => cpu / figures.aCpu[round]!));
     const verdict = goal ? (ratio >= 0.95 ? 'met' : 'MISSED') : '';
     console.log(
-      `${name.padEnd(42)} ${median(figures.aRps).toFixed(0).padStart(10)} ${median(figures.bRps).toFixed(0).padStart(9)} ${ratio.toFixed(3).padStart(7)}  ${goal ? '≥0.95' : '     '} ${verdict.padEnd(6)} ${median(figures.aCpu).toFixed(0).padStart(10)} ${median(figures.bCpu).toFixed(0).padStart(9)} ${median(cpuRatios).toFixed(3).padStart(7)}  ${errors}`,
+      `${name.padEnd(42)} ${median(figures.aRps).toFixed(0).padStart(10)} ${median(figures.bRps).toFixed(0).padStart(9)} ${ratio.toFixed(3).padStart(7)}  ${goal ? '≥0.95' : '     '} ${verdict.padEnd(6)} ${median(figures.aCpu).toFixed(0).padStart(10)} ${median(figures.bCpu).toFixed(0).padStart(9)} ${cpuRatio.toFixed(3).padStart(7)}  ${errors}`,
     );
   };
   const names = endpointsOf(off).map((endpoint) => endpoint.name);

@@ -37,6 +37,7 @@ async function main(): Promise<void> {
   // Prometheus scrapes its own port (METRICS_PORT), never the public API's. In a cluster the primary
   // serves it, aggregating what each worker reports.
   if (cluster.isWorker && service.metricsRegistries) {
+    // Constructing one is what makes prom-client answer the primary's requests for this process's metrics.
     new AggregatorRegistry();
     AggregatorRegistry.setRegistries(processRegistries(service.metricsRegistries));
   }

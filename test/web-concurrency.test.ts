@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { runAdmin } from '../src/admin/run-admin.ts';
 import { freePort } from './support/free-port.ts';
-import { SERVER_NODE_FLAGS } from './support/server-process.ts';
+import { cpuMicros, SERVER_NODE_FLAGS } from './support/server-process.ts';
 import { testDatabases, type TestDatabase } from './support/test-databases.ts';
 
 /**
@@ -18,12 +18,6 @@ const root = new URL('..', import.meta.url).pathname;
 /** The child processes of `pid` (Linux). */
 function childrenOf(pid: number): number[] {
   return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-}
-
-/** CPU time a process has used, in clock ticks (Linux). */
-function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return Number(fields[11]) + Number(fields[12]);
 }
 
 /** One request on a connection of its own, so the cluster may hand each to another process. */
@@ -113,14 +107,14 @@ describe('WEB_CONCURRENCY: several server processes on one port', function () {
       assert.equal(childrenOf(primary.pid!).length, 2);
       assert.equal(output.split('Creator Income Verification Service').length - 1, 1, output);
       const workers = childrenOf(primary.pid!);
-      const before = workers.map(cpuTicks);
+      const before = workers.map(cpuMicros);
       const statuses: number[] = [];
       for (let batch = 0; batch < 8; batch++)
         statuses.push(...(await Promise.all(Array.from({ length: 25 }, () => get(port, '/api/v1/verifications/vrf_unknown', key)))));
       assert.deepEqual([...new Set(statuses)], [404]);
       // Each process did a share of the work: the cluster hands connections round-robin.
-      const used = workers.map((pid, i) => cpuTicks(pid) - before[i]!);
-      assert.ok(Math.min(...used) >= 0.3 * Math.max(...used) && Math.min(...used) > 0, `CPU ticks per process: ${used.join(', ')}`);
+      const used = workers.map((pid, i) => cpuMicros(pid) - before[i]!);
+      assert.ok(Math.min(...used) >= 0.3 * Math.max(...used) && Math.min(...used) > 0, `CPU µs per process: ${used.join(', ')}`);
       const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       // The primary sums its workers' request counts; the database's gauges are the same for each and are not summed.
       assert.match(metrics, /^civ_http_request_duration_seconds_count\{operation="getVerification",status="404"\} 200$/m);

@@ -76,13 +76,14 @@ function toPrincipal(row: PrincipalRow): Principal {
   };
 }
 
-/** Runs on every request (D9: looked up each time, so a revocation takes effect on the next one). */
-const PRINCIPAL_BY_KEY_HASH = hotStatement(
-  'principal_by_key_hash',
+/** The active key with that hash and its lender's account, `keyHash` being the placeholder that names it. */
+const principalSelect = (keyHash: string) =>
   `select k.id as key_id, k.role as key_role, k.rate_limit_per_minute as key_per_minute, k.rate_limit_burst as key_burst, l.*
    from api_keys k join lender_accounts l on l.id = k.lender_id
-   where k.key_hash = ? and k.revoked_at is null and l.deactivated_at is null limit 1`,
-);
+   where k.key_hash = ${keyHash} and k.revoked_at is null and l.deactivated_at is null limit 1`;
+
+/** Runs on every request (D9: looked up each time, so a revocation takes effect on the next one). */
+const PRINCIPAL_BY_KEY_HASH = hotStatement('principal_by_key_hash', principalSelect('?'));
 
 /**
  * PostgreSQL only: the principal of PRINCIPAL_BY_KEY_HASH and the request counted in the key's two
@@ -93,11 +94,7 @@ const PRINCIPAL_BY_KEY_HASH = hotStatement(
  */
 const PRINCIPAL_COUNTING_REQUEST = hotStatement(
   'principal_counting_request',
-  `with principal as (
-     select k.id as key_id, k.role as key_role, k.rate_limit_per_minute as key_per_minute, k.rate_limit_burst as key_burst, l.*
-     from api_keys k join lender_accounts l on l.id = k.lender_id
-     where k.key_hash = $1 and k.revoked_at is null and l.deactivated_at is null limit 1
-   ), burst as (
+  `with principal as (${principalSelect('$1')}), burst as (
      insert into rate_limits (key, points, expire) select $2, 1, $4::bigint from principal
      on conflict (key) do update set
        points = case when rate_limits.expire <= $6::bigint then 1 else rate_limits.points + 1 end,

@@ -18,7 +18,7 @@ export interface WindowCounts {
   burst: number;
 }
 
-/** What the single statement found after counting (`minuteCounted` false: the burst window refused it). */
+/** What the single statement found after counting; when the burst window refused, the minute's points are its count so far. */
 export interface CountedWindows {
   burstPoints: number;
   burstExpiresAt: number;

@@ -106,7 +106,7 @@ export class VerificationLifecycle {
 
   async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: RiskTape200 | null } | null> {
     const found = await this.deps.verifications.findTapeForLender(lenderId, verificationId);
-    return found && { status: found.status, tape: found.tape };
+    return found && { status: found.status, tape: found.tape?.value ?? null };
   }
 
   /**
@@ -128,17 +128,17 @@ export class VerificationLifecycle {
   ): Promise<{ tape: RenderedTapes[V]; json: string }> {
     const found = await this.deps.verifications.findTapeForLender(lenderId, verificationId);
     if (!found) throw new DomainError('not_found', `No verification ${verificationId}.`);
-    if (found.status !== 'completed' || !found.tape || found.storedJson === null) {
+    if (found.status !== 'completed' || !found.tape) {
       throw new DomainError('not_found', `Verification ${verificationId} is ${found.status}; its tape exists once it is completed.`);
     }
     let tape: RenderedTapes[V];
     try {
-      tape = renderTape(found.tape, version);
+      tape = renderTape(found.tape.value, version);
     } catch (error) {
       if (error instanceof TapeVersionUnsupported) throw new DomainError('refused', error.message);
       throw error;
     }
-    return { tape, json: tape === found.tape ? found.storedJson : JSON.stringify(tape) };
+    return { tape, json: tape === found.tape.value ? found.tape.json : JSON.stringify(tape) };
   }
 
   /** How one of the lender's verifications got where it is: its transitions and the events they recorded, oldest first. */

@@ -458,6 +458,11 @@ export class VerificationStore {
   }
 }
 
+export interface StoredTape {
+  value: RiskTape200;
+  json: string;
+}
+
 // The two reads a polling lender makes (hot-statements.ts): hand-written, prepared once.
 const VERIFICATION_FOR_LENDER = hotStatement(
   'verification_for_lender',
@@ -636,14 +641,11 @@ export class VerificationsRepository {
     return first ? { record: toRecord(first, this.links), connections: connectionsOf(rows) } : null;
   }
 
-  /** `storedJson` is the tape's text as saveTape stored it. */
-  async findTapeForLender(
-    lenderId: string,
-    verificationId: string,
-  ): Promise<{ status: VerificationStatus; tape: RiskTape200 | null; storedJson: string | null } | null> {
+  /** The tape with its text as saveTape stored it (`json`), or null before there is one. */
+  async findTapeForLender(lenderId: string, verificationId: string): Promise<{ status: VerificationStatus; tape: StoredTape | null } | null> {
     const [row] = await this.hot.rows<{ status: VerificationStatus; tape: string | null }>(TAPE_FOR_LENDER, [verificationId, lenderId]);
     if (!row) return null;
-    return { status: row.status, tape: row.tape ? (JSON.parse(row.tape) as RiskTape200) : null, storedJson: row.tape };
+    return { status: row.status, tape: row.tape === null ? null : { value: JSON.parse(row.tape) as RiskTape200, json: row.tape } };
   }
 
   async transitionsOf(verificationId: string): Promise<Array<{ from: string | null; to: string; trigger: string; reason: string | null; at: string }>> {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { freePort } from './free-port.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -10,6 +11,17 @@ const root = new URL('../..', import.meta.url).pathname;
  * server about 25 MB smaller with no loss of throughput measured (docs/performance.md).
  */
 export const SERVER_NODE_FLAGS = ['--max-semi-space-size=4'];
+
+/** CPU time (user + system, all threads) a process has used so far, in µs (Linux /proc; 0 elsewhere). */
+export function cpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime, in clock ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return 0;
+  }
+}
 
 /**
  * A real server process, as `npm start` runs it, on a free loopback port: for tests that kill it.

@@ -40,7 +40,7 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
     } else if (!allowedFrom(expected.principal, ip)) {
       return { principal: await deps.accounts.findPrincipalByKeyHash(keyHash) };
     }
-    const found = await deps.accounts.findPrincipalCountingRequest(keyHash, deps.limits.windowsOf(`key:${expected.keyId}`, expected.quota));
+    const found = await deps.accounts.findPrincipalCountingRequest(keyHash, deps.limits.windowsOf(`key:${expected.principal.keyId}`, expected.quota));
     if (!found) {
       quotas.forget(keyHash);
       return { principal: null };
@@ -95,7 +95,7 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
  */
 class QuotaMemory {
   static readonly MAX = 10_000;
-  private readonly byKeyHash = new Map<string, { keyId: string; principal: Principal; quota: Quota }>();
+  private readonly byKeyHash = new Map<string, { principal: Principal; quota: Quota }>();
 
   get(keyHash: string) {
     return this.byKeyHash.get(keyHash);
@@ -103,7 +103,7 @@ class QuotaMemory {
 
   remember(keyHash: string, principal: Principal, quota: Quota) {
     if (this.byKeyHash.size >= QuotaMemory.MAX && !this.byKeyHash.has(keyHash)) this.byKeyHash.clear();
-    const entry = { keyId: principal.keyId, principal, quota };
+    const entry = { principal, quota };
     this.byKeyHash.set(keyHash, entry);
     return entry;
   }

@@ -114,16 +114,17 @@ interface PgConnection {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
 }
 
-/**
- * PostgreSQL: a connection of Knex's pool (its acquire timeout and the connection's statement and
- * query timeouts still bound the wait), with the statement sent as a named prepared statement, which
- * pg parses and plans once per connection.
- */
 /** The part of Knex's client that lends its pool's connections (untyped in Knex's declarations). */
 interface PoolLender {
   acquireConnection(): Promise<unknown>;
   releaseConnection(connection: unknown): Promise<unknown>;
 }
+
+/**
+ * PostgreSQL: a connection of Knex's pool (its acquire timeout and the connection's statement and
+ * query timeouts still bound the wait), with the statement sent as a named prepared statement, which
+ * pg parses and plans once per connection.
+ */
 
 export function postgresHotStatements(knex: Knex, kindOf: (error: unknown) => string): HotStatements {
   const pool = knex.client as PoolLender;

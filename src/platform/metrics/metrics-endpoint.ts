@@ -19,8 +19,7 @@ function answer(res: ServerResponse, status: number, error: string, message: str
  * `Authorization: Bearer <token>` (compared in constant time).
  */
 export function metricsEndpoint(options: { registries: Registry[]; token: string | null; logger: Logger }): RequestListener {
-  collectProcessMetrics();
-  const registries = [processRegistry, ...options.registries];
+  const registries = processRegistries(options.registries);
   return metricsListener({
     collect: async () => (await Promise.all(registries.map((registry) => registry.metrics()))).join(''),
     token: options.token,

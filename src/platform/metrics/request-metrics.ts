@@ -68,7 +68,7 @@ export function requestMetrics(operations: ApiOperation[]): RequestHandler {
     return unmatched;
   }
 
-  // Called for this app's responses only (see onResponseFinish), with the response as `this`.
+  // Called for this app's responses only (see listenForFinishedResponses), with the response as `this`.
   function finished(this: TimedResponse): void {
     const req = this.req;
     const status = this.statusCode;

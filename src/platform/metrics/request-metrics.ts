@@ -1,6 +1,6 @@
-import { subscribe } from 'node:diagnostics_channel';
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request } from 'express';
 import type { ApiOperation } from '../http/api-document.ts';
+import type { ObserveRequest } from '../http/request-log.ts';
 import { httpRequestDuration, rateLimitRefusals } from './metrics.ts';
 
 type Observer = { observe(seconds: number): void };
@@ -21,10 +21,6 @@ class OperationSeries {
   }
 }
 
-const STARTED = Symbol('requestStarted');
-const OBSERVE = Symbol('observeRequest');
-type TimedResponse = Response & { [STARTED]: number; [OBSERVE]: (this: TimedResponse) => void };
-
 /** Paths outside the API, grouped: their own routes are no operation of the spec. */
 const PAGES: Array<[RegExp, string]> = [
   [/^\/consent(\/|$)/, 'consent_pages'],
@@ -32,12 +28,12 @@ const PAGES: Array<[RegExp, string]> = [
 ];
 
 /**
- * Times every request and counts it under its spec operationId and status (and 429s as rate-limit
+ * Counts every request (timed by the request log, http/request-log.ts) under its spec operationId and status (and 429s as rate-limit
  * refusals). A request the router matched is found by its route in a map; only requests refused
  * before routing (401, 404, 429, validation errors) have their path matched against the spec's
  * paths. Anything else is `unmatched`, so a scanner's random paths add no series.
  */
-export function requestMetrics(operations: ApiOperation[]): RequestHandler {
+export function requestMetrics(operations: ApiOperation[]): ObserveRequest {
   const byRoute = new Map<string, Map<string, OperationSeries>>();
   const patterns: Array<{ method: string; pattern: RegExp; series: OperationSeries }> = [];
   for (const operation of operations) {
@@ -68,34 +64,8 @@ export function requestMetrics(operations: ApiOperation[]): RequestHandler {
     return unmatched;
   }
 
-  // Called for this app's responses only (see listenForFinishedResponses), with the response as `this`.
-  function finished(this: TimedResponse): void {
-    const req = this.req;
-    const status = this.statusCode;
-    seriesOf(req).observe(status, (performance.now() - this[STARTED]) / 1000);
+  return (req, status, seconds) => {
+    seriesOf(req).observe(status, seconds);
     if (status === 429) (req.principal ? refusedKey : refusedAddress).inc();
-  }
-
-  listenForFinishedResponses();
-  return (_req, res, next) => {
-    (res as TimedResponse)[STARTED] = performance.now();
-    (res as TimedResponse)[OBSERVE] = finished;
-    next();
   };
-}
-
-/**
- * Node publishes every finished response on the `http.server.response.finish` diagnostics channel:
- * one subscriber for the process instead of a `finish` listener added to each response, which cost
- * more than the observation itself. Responses that no request-metrics middleware marked (the
- * metrics port's own, another app's in the same process) are left alone.
- */
-let listening = false;
-function listenForFinishedResponses(): void {
-  if (listening) return;
-  listening = true;
-  subscribe('http.server.response.finish', (message) => {
-    const res = (message as { response: Partial<TimedResponse> }).response;
-    res[OBSERVE]?.call(res as TimedResponse);
-  });
 }

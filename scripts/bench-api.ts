@@ -22,6 +22,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../test/support/free-port.ts';
+import { whileScraped } from '../test/support/metrics-scraper.ts';
 import { cpuMicros, SERVER_NODE_FLAGS } from '../test/support/server-process.ts';
 import { runAdmin } from '../src/admin/run-admin.ts';
 
@@ -207,27 +208,8 @@ function endpointsOf(service: BenchService): Array<{ name: string; options: auto
 }
 
 /** Loads one service while, if it serves metrics, scraping them every second as Prometheus would. */
-async function loadScraped(service: BenchService, name: string, options: autocannon.Options, duration: number): Promise<Measurement> {
-  let scrapes = 0;
-  const scraper = service.metricsUrl
-    ? setInterval(() => {
-        void fetch(service.metricsUrl!, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
-          .then(async (response) => {
-            await response.text();
-            if (response.ok) scrapes++;
-          })
-          .catch(() => undefined);
-      }, 1000)
-    : undefined;
-  let measurement: Measurement;
-  try {
-    measurement = await load(name, { ...options, duration });
-  } finally {
-    clearInterval(scraper);
-  }
-  // Metrics measured but never served would make "on" look cheaper than it is.
-  if (service.metricsUrl && scrapes === 0) throw new Error('the metrics endpoint was never scraped successfully');
-  return measurement;
+function loadScraped(service: BenchService, name: string, options: autocannon.Options, duration: number): Promise<Measurement> {
+  return whileScraped(service.metricsUrl, METRICS_TOKEN, () => load(name, { ...options, duration }));
 }
 
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';

@@ -15,6 +15,7 @@ import { join, relative } from 'node:path';
 import autocannon from 'autocannon';
 import { Command, Option } from 'commander';
 import { freePort } from '../test/support/free-port.ts';
+import { whileScraped } from '../test/support/metrics-scraper.ts';
 import { startServerProcess } from '../test/support/server-process.ts';
 import { runAdmin } from '../src/admin/run-admin.ts';
 
@@ -153,21 +154,8 @@ async function main(): Promise<void> {
             requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, headers: { ...headers, 'idempotency-key': randomUUID() } }) }],
           }
         : { url: `${base}/api/v1/verifications/${id}${endpoint === 'tape' ? '/tape' : ''}`, headers };
-    // Scraped every second, as a Prometheus server set to 1 s would (15 s is usual).
-    let scrapes = 0;
-    const scraper = metricsPort
-      ? setInterval(() => {
-          void fetch(`http://127.0.0.1:${metricsPort}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })
-            .then(async (response) => {
-              await response.text();
-              if (response.ok) scrapes++;
-            })
-            .catch(() => undefined);
-        }, 1000)
-      : undefined;
-    const result = await autocannon({ connections: 50, duration: seconds, ...options });
-    clearInterval(scraper);
-    if (metricsPort && scrapes === 0) throw new Error('the metrics endpoint was never scraped successfully');
+    const metricsUrl = metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : null;
+    const result = await whileScraped(metricsUrl, metricsToken, () => autocannon({ connections: 50, duration: seconds, ...options }));
     console.log(`${endpoint}: ${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms, ${result.non2xx + result.errors} failed`);
   } finally {
     child.kill('SIGTERM');

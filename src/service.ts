@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
+import { LRUCache } from 'lru-cache';
 import { AccountsRepository } from './accounts/accounts-repository.ts';
 import { DEMO_LENDER_ID, deploymentModeOf, ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
 import { ConfigError, type Config } from './platform/config.ts';
@@ -35,7 +36,6 @@ import { validatePolicyOverrides } from './tape/index.ts';
 import { sandboxIncomeSource } from './verifications/sandbox.ts';
 import { VerificationLifecycle } from './verifications/verification-lifecycle.ts';
 import { VerificationsRepository, type ConsentLinks } from './verifications/verifications-repository.ts';
-import { LRUCache } from 'lru-cache';
 import { decryptSecret, encryptSecret } from './platform/crypto.ts';
 import { deliverEventsToWebhooks } from './webhooks/deliveries.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';

@@ -28,10 +28,11 @@ const PAGES: Array<[RegExp, string]> = [
 ];
 
 /**
- * Counts every request (timed by the request log, http/request-log.ts) under its spec operationId and status (and 429s as rate-limit
- * refusals). A request the router matched is found by its route in a map; only requests refused
- * before routing (401, 404, 429, validation errors) have their path matched against the spec's
- * paths. Anything else is `unmatched`, so a scanner's random paths add no series.
+ * Counts every finished request, timed by the request log (http/request-log.ts), under its spec
+ * operationId and status (and 429s as rate-limit refusals). A request the router matched is found by
+ * its route in a map; only requests refused before routing (401, 404, 429, validation errors) have
+ * their path matched against the spec's paths. Anything else is `unmatched`, so a scanner's random
+ * paths add no series.
  */
 export function requestMetrics(operations: ApiOperation[]): ObserveRequest {
   const byRoute = new Map<string, Map<string, OperationSeries>>();

@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'draining in-flight requests');
     // Stop accepting connections; in-flight requests finish (answered with Connection: close), idle
-    // keep-alive sockets close now.
+    // keep-alive sockets close after a short grace (http-server.ts).
     drain(() => {
       void (async () => {
         metricsServer?.close();

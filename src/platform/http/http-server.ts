@@ -1,5 +1,5 @@
 import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { Server as NetServer, type Socket } from 'node:net';
 import { anonymousQuotaHeaders, type RateLimits } from './rate-limit.ts';
 
 /**
@@ -15,13 +15,16 @@ export const HTTP_TIMEOUTS = {
   keepAliveTimeoutMs: 65_000,
   /** How often Node checks the two timeouts above. */
   checkIntervalMs: 1_000,
+  /** On drain, idle keep-alive connections stay open this long for a request already on its way. */
+  drainIdleGraceMs: 1_000,
 };
 
 export interface HttpServer {
   server: Server;
   /**
    * Graceful stop: no new connections; requests in flight finish and are answered with
-   * `Connection: close`, so keep-alive clients move elsewhere; idle connections close at once.
+   * `Connection: close`, so keep-alive clients move elsewhere; idle connections close after a short
+   * grace (`drainIdleGraceMs`), in which a request arriving on one is answered the same way.
    * `done` runs once every connection has closed.
    */
   drain: (done: () => void) => void;
@@ -76,8 +79,13 @@ export function createHttpServer(app: RequestListener, options: { rateLimits: Ra
     drain(done) {
       draining = true;
       for (const res of unanswered) if (!res.headersSent) res.setHeader('Connection', 'close');
-      server.close(() => done());
-      server.closeIdleConnections();
+      // Not http.Server#close: it closes idle keep-alive connections at once, and with them a request
+      // a client had already sent on one that the server had not read yet. That client gets a reset it
+      // cannot tell from a request lost in flight (seen under load: a keep-alive client sends its
+      // next request as soon as the last answer arrives). Stop listening now; idle connections close
+      // after the grace, and what arrives on them before is answered with Connection: close.
+      NetServer.prototype.close.call(server, () => done());
+      setTimeout(() => server.closeIdleConnections(), timeouts.drainIdleGraceMs).unref();
     },
   };
 }

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knex, { type Knex } from 'knex';
-import type { Database as SqliteConnection } from 'sqlite3';
+import sqlite3, { type Database as SqliteConnection } from 'sqlite3';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
 import { migrations } from './migrations/index.ts';
 import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
@@ -19,7 +19,10 @@ export interface Database {
   /** The reads on every request's path, prepared once on the driver (hot-statements.ts). */
   hot: HotStatements;
   dialect: Dialect;
-  /** Applies every pending migration; safe to run from several processes at once (Knex's lock). */
+  /**
+   * Applies every pending migration; safe to run from several processes at once: they take turns
+   * (`withMigrationLock`), so exactly one applies each migration and the others find nothing to do.
+   */
   migrate(): Promise<void>;
   /** Connections of this process's pools (metrics). */
   poolStats(): { used: number; free: number; pendingAcquires: number; max: number };
@@ -128,7 +131,7 @@ export function openDatabase(databaseUrl: string): Database {
     hot,
     dialect,
     async migrate() {
-      await instance.migrate.latest({ migrationSource: migrations });
+      await withMigrationLock(dialect, instance, databaseUrl, () => instance.migrate.latest({ migrationSource: migrations }));
     },
     poolStats() {
       const stats = { used: 0, free: 0, pendingAcquires: 0, max: 0 };
@@ -157,6 +160,55 @@ export function openDatabase(databaseUrl: string): Database {
       await instance.destroy();
     },
   };
+}
+
+/** How long a process waits for another one's migrations before it gives up starting. */
+export const MIGRATION_LOCK_WAIT_MS = 5 * 60 * 1000;
+
+/** Any fixed number: the advisory lock migrating processes of this service take turns on. */
+const POSTGRES_MIGRATION_LOCK = 4_206_071_117;
+
+/**
+ * Runs `migrate` while no other process migrates the same database. Knex's own lock does not cover
+ * its start: a process that finds no `knex_migrations` table creates it unguarded, so processes
+ * starting together on a new database fail with "already exists", and two of them can each insert a
+ * row into `knex_migrations_lock`, which then refuses every later migration as "already locked".
+ *
+ * PostgreSQL: an advisory lock held by a transaction on one of the pool's connections while the
+ * migrations run on others; polled, because a blocking wait would meet the statement timeout. A
+ * process that dies releases it with its connection.
+ * SQLite: an exclusive transaction on a lock file beside the database (`<file>.migration-lock`);
+ * the operating system releases it when a process dies. Not for `:memory:`, which no other process
+ * can open.
+ */
+async function withMigrationLock(dialect: Dialect, knex: Knex, databaseUrl: string, migrate: () => Promise<unknown>): Promise<void> {
+  if (dialect === 'postgres') {
+    await knex.transaction(async (trx) => {
+      const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
+      for (;;) {
+        const { rows } = await trx.raw<{ rows: Array<{ locked: boolean }> }>('select pg_try_advisory_xact_lock(?) as locked', [POSTGRES_MIGRATION_LOCK]);
+        if (rows[0]!.locked) break;
+        if (Date.now() > deadline) throw new Error(`another process has been migrating the database for ${MIGRATION_LOCK_WAIT_MS / 1000} s`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await migrate();
+    });
+    return;
+  }
+  const filename = sqliteFilename(databaseUrl);
+  if (filename === ':memory:') {
+    await migrate();
+    return;
+  }
+  const lock = new sqlite3.Database(`${filename}.migration-lock`);
+  const exec = (sql: string) => new Promise<void>((resolve, reject) => lock.exec(sql, (error) => (error ? reject(error) : resolve())));
+  try {
+    await exec(`PRAGMA busy_timeout = ${MIGRATION_LOCK_WAIT_MS}; BEGIN EXCLUSIVE`);
+    await migrate();
+    await exec('COMMIT');
+  } finally {
+    await new Promise<void>((resolve) => lock.close(() => resolve()));
+  }
 }
 
 /** Errors that mean "the database cannot be reached right now" rather than a bug: 503, not 500 (D7). */

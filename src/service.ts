@@ -186,13 +186,16 @@ export async function startService(config: Config, logger: Logger, options: Serv
       );
     }
     const now = () => clock.now();
+    const accountsForReading = new AccountsRepository(db.reader, db.hot);
     const lifecycle = new VerificationLifecycle({
       verifications,
       config,
       now,
+      // Read on the read pool: on SQLite the writer's one connection is the bottleneck of every
+      // creation, and these reads are outside its transaction anyway.
       scoringProfileOf: async (lenderId) => ({
-        jurisdiction: (await accounts.findLender(lenderId))?.jurisdiction ?? 'other',
-        policies: await accounts.findPolicies(lenderId),
+        jurisdiction: (await accountsForReading.findLender(lenderId))?.jurisdiction ?? 'other',
+        policies: await accountsForReading.findPolicies(lenderId),
       }),
       incomeSource:
         config.mode === 'production'

@@ -32,6 +32,9 @@ export class BenchmarksRepository {
   /** Counts the tape in its cohort, in place of what it counted as before (a tape scored again). */
   async record(unit: UnitOfWork, member: Member): Promise<void> {
     const trx = transactionOf(unit);
+    // A first tape (every creation) is counted by the add alone, without first looking for a count
+    // to take back; only a tape counted before meets its own member row and is replaced.
+    if ((await this.add(trx, [member])) === 1) return;
     await this.remove(trx, [member.verificationId]);
     await this.add(trx, [member]);
   }
@@ -80,8 +83,11 @@ export class BenchmarksRepository {
     return { tapes: Number(lenders?.tapes ?? 0), lenders: Number(lenders?.lenders ?? 0), distributions };
   }
 
-  /** Counts the members not counted yet; one already counted (another process's catch-up got there first) is left as it is. */
-  private async add(trx: Knex, candidates: Member[]): Promise<void> {
+  /**
+   * Counts the members not counted yet; one already counted (another process's catch-up got there
+   * first) is left as it is. Returns how many it counted.
+   */
+  private async add(trx: Knex, candidates: Member[]): Promise<number> {
     const inserted = new Set<string>();
     for (const chunk of chunks(candidates, 200)) {
       const rows = await trx('benchmark_members')
@@ -94,7 +100,7 @@ export class BenchmarksRepository {
       for (const row of rows) inserted.add(row.verification_id);
     }
     const members = candidates.filter((m) => inserted.has(m.verificationId));
-    if (members.length === 0) return;
+    if (members.length === 0) return 0;
     const buckets = new Map<string, { productType: string; metric: string; bucket: number; tapes: number }>();
     const lenders = new Map<string, { productType: string; lenderId: string; tapes: number }>();
     for (const member of members) {
@@ -122,12 +128,12 @@ export class BenchmarksRepository {
         .onConflict(['product_type', 'lender_id'])
         .merge({ tapes: trx.raw('benchmark_lenders.tapes + excluded.tapes') });
     }
+    return members.length;
   }
 
   private async remove(trx: Knex, verificationIds: string[]): Promise<void> {
     if (verificationIds.length === 0) return;
     const members = await trx<MemberRow>('benchmark_members').whereIn('verification_id', verificationIds);
-    // A first tape (every creation) was counted nowhere yet: nothing to take back.
     if (members.length === 0) return;
     for (const member of members) {
       const buckets = JSON.parse(member.buckets) as Record<string, number>;

@@ -532,9 +532,10 @@ export class VerificationLifecycle {
       tapeSchemaVersion: null,
     };
     const sandbox = this.deps.config.mode === 'sandbox';
-    const insertAs = async (status: VerificationStatus, connections: 'connected' | 'not_connected') => {
+    // Inserted in the state its creation move leads to (the move checks it and does not update it).
+    const insertAs = async (inserted: VerificationRecord, connections: 'connected' | 'not_connected') => {
       await store.insert(
-        { ...record, status, consentToken, consentTokenHash: sha256Hex(consentToken) },
+        { ...inserted, consentToken, consentTokenHash: sha256Hex(consentToken) },
         record.creatorPlatforms.map((platform) => ({ platform, status: connections })),
       );
       return new Map(record.creatorPlatforms.map((platform) => [platform, connections]));
@@ -543,12 +544,13 @@ export class VerificationLifecycle {
     if (sandbox && isSyntheticCreator(record.obligorReference)) {
       // Section 3: a synthetic creator completes at creation, with its tape and its event.
       const tape = scoreVerification(record, sandboxIncome(record, now), profile, now);
-      const connections = await insertAs('completed', 'connected');
+      const completed: VerificationRecord = { ...record, status: 'completed', completedAt: record.createdAt, tapeSchemaVersion: tape.tape.schema_version };
+      const connections = await insertAs(completed, 'connected');
       await moveVerification(store, null, 'created_synthetic', { at: now, tape, subject: record });
       // What the move stored, answered without reading it back (the creation's hot path).
-      return toResource({ ...record, status: 'completed', completedAt: record.createdAt, tapeSchemaVersion: tape.tape.schema_version }, connections);
+      return toResource(completed, connections);
     }
-    const connections = await insertAs('pending_consent', 'not_connected');
+    const connections = await insertAs(record, 'not_connected');
     await moveVerification(store, null, 'created', { at: now, subject: record });
     const steps = sandbox ? sandboxSteps(record.obligorReference) : null;
     if (steps) {

@@ -34,7 +34,7 @@ export interface VerificationRecord {
   tapeSchemaVersion: string | null;
 }
 
-export interface NewVerification extends Omit<VerificationRecord, 'failureReason' | 'completedAt' | 'tapeSchemaVersion' | 'updatedAt'> {
+export interface NewVerification extends Omit<VerificationRecord, 'failureReason' | 'updatedAt'> {
   /** The consent link's token: stored only as its hash (to open the link) and sealed (to show the lender the URL again). */
   consentToken: string;
   consentTokenHash: string;
@@ -207,6 +207,8 @@ export class VerificationStore {
   private readonly jobs: JobQueue;
   private readonly outbox: EventOutbox;
   private readonly links: ConsentLinks;
+  /** The verifications this unit inserted, with the status each was inserted in. */
+  private readonly insertedHere = new Map<string, VerificationStatus>();
 
   constructor(
     private readonly trx: Knex.Transaction,
@@ -217,7 +219,12 @@ export class VerificationStore {
     ({ dialect: this.dialect, jobs: this.jobs, outbox: this.outbox, links: this.links } = collaborators);
   }
 
+  /**
+   * Inserts a new verification in the state its creation move leads to, with that move's columns
+   * (`completed_at`, `tape_schema_version`), so the move (applyStatus) need not update the row again.
+   */
   async insert(verification: NewVerification, connections: Array<{ platform: Platform; status: ConnectionStatus }>): Promise<void> {
+    this.insertedHere.set(verification.id, verification.status);
     await this.trx('verifications').insert({
       id: verification.id,
       lender_id: verification.lenderId,
@@ -233,6 +240,8 @@ export class VerificationStore {
       expires_at: verification.expiresAt,
       created_at: verification.createdAt,
       updated_at: verification.createdAt,
+      completed_at: verification.completedAt,
+      tape_schema_version: verification.tapeSchemaVersion,
     });
     await this.setConnections(verification.id, connections, verification.createdAt);
   }
@@ -304,15 +313,20 @@ export class VerificationStore {
     transition: Transition,
     change: { at: string; reason: FailureReason | null; tapeSchemaVersion?: string },
   ): Promise<void> {
-    const columns: Record<string, unknown> = { status: transition.to, updated_at: change.at };
-    if (transition.to === 'completed') columns.completed_at = change.at;
-    if (transition.to === 'failed') columns.failure_reason = change.reason;
-    if (change.tapeSchemaVersion) columns.tape_schema_version = change.tapeSchemaVersion;
-    // Compare-and-set on the status: a concurrent move that got there first makes this one fail loudly.
-    const updated = await this.trx('verifications')
-      .where({ id: verificationId, status: transition.from ?? transition.to })
-      .update(columns);
-    if (updated !== 1) throw new Error(`verification ${verificationId} is no longer ${transition.from ?? transition.to}`);
+    if (transition.from === null) {
+      // A creation: insert() wrote the row in this unit, in the state and with the columns of this
+      // move, and no other unit can see it yet.
+      const inserted = this.insertedHere.get(verificationId);
+      if (inserted !== transition.to) throw new Error(`verification ${verificationId} was not inserted ${transition.to} in this unit of work`);
+    } else {
+      const columns: Record<string, unknown> = { status: transition.to, updated_at: change.at };
+      if (transition.to === 'completed') columns.completed_at = change.at;
+      if (transition.to === 'failed') columns.failure_reason = change.reason;
+      if (change.tapeSchemaVersion) columns.tape_schema_version = change.tapeSchemaVersion;
+      // Compare-and-set on the status: a concurrent move that got there first makes this one fail loudly.
+      const updated = await this.trx('verifications').where({ id: verificationId, status: transition.from }).update(columns);
+      if (updated !== 1) throw new Error(`verification ${verificationId} is no longer ${transition.from}`);
+    }
     await this.trx('verification_transitions').insert({
       verification_id: verificationId,
       from_status: transition.from,

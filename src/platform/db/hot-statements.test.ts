@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { hotStatement, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
+
+describe('hot reads on SQLite', function () {
+  this.timeout(20_000);
+  let dir: string;
+  let file: string;
+  let hot: HotStatements;
+  let errorsCounted: string[];
+  const count = hotStatement('count_rows', 'select count(*) as n from t where a >= ?');
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'civ-hot-'));
+    file = join(dir, 'hot.sqlite');
+    const setup = new BetterSqlite3(file);
+    setup.exec('PRAGMA journal_mode = WAL; create table t (a integer); insert into t values (1)');
+    setup.close();
+    errorsCounted = [];
+    hot = sqliteHotStatements(file, 2, 5000, (error) => {
+      errorsCounted.push(String(error));
+      return 'other';
+    });
+  });
+  afterEach(async () => {
+    await hot.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads what the writer committed, with its parameters', async () => {
+    assert.deepEqual(await hot.rows(count, [1]), [{ n: 1 }]);
+    const writer = new BetterSqlite3(file);
+    writer.exec('insert into t values (2)');
+    writer.close();
+    assert.deepEqual(await hot.rows(count, [2]), [{ n: 1 }]);
+    assert.deepEqual(await hot.rows(count, [0]), [{ n: 2 }]);
+  });
+
+  it('a read the synchronous connection cannot make now is made off the event loop, and answers', async () => {
+    // A connection in exclusive locking mode keeps better-sqlite3's reader out (SQLITE_BUSY), even
+    // under WAL, as a recovery of the WAL would. With a busy timeout on the synchronous connection
+    // this read would hold the event loop for that long.
+    const holder = new BetterSqlite3(file);
+    holder.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; insert into t values (2)');
+    try {
+      const started = Date.now();
+      assert.deepEqual(await hot.rows(count, [0]), [{ n: 1 }], 'the last committed state');
+      assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+      assert.deepEqual(errorsCounted, []);
+    } finally {
+      holder.exec('ROLLBACK');
+      holder.close();
+    }
+  });
+
+  it('after close, a read fails as a closed pool does', async () => {
+    await hot.close();
+    await assert.rejects(hot.rows(count, [0]), /closed/);
+  });
+});

@@ -104,5 +104,48 @@ for (const factory of testDatabases()) {
       const values = await Promise.all(['a', 'b', 'c'].map((v) => ctx.accounts.initialiseSetting('race', v)));
       assert.equal(new Set(values).size, 1);
     });
+
+    if (factory.name === 'postgres') {
+      it('counts concurrent requests of one key together: each gets its own place in both windows, with fewer statements', async () => {
+        const lender = await admin.createLender(ctx, { name: 'Counted Lending' });
+        const { apiKey } = await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' });
+        let statements = 0;
+        const counting = new AccountsRepository(db.knex, {
+          rows: (statement, params) => {
+            statements++;
+            return db.hot.rows(statement, params);
+          },
+          close: () => db.hot.close(),
+        });
+        const now = Date.now();
+        const windows = { burstKey: `b:${lender.id}`, minuteKey: `m:${lender.id}`, burstExpiresAt: now + 1000, minuteExpiresAt: now + 60_000, now, burst: 12 };
+        const found = await Promise.all(Array.from({ length: 20 }, () => counting.findPrincipalCountingRequest(hashApiKey(apiKey), windows)));
+        assert.ok(found.every((f) => f?.principal.lender.id === lender.id));
+        const burst = found.map((f) => f!.counted.burstPoints);
+        assert.deepEqual(
+          burst,
+          Array.from({ length: 20 }, (_, i) => i + 1),
+          'each request its own place, in the order they came',
+        );
+        // The 12 the burst window allowed are counted in the minute window, each once; the 8 it refused are not.
+        const minute = found.map((f) => f!.counted.minutePoints);
+        assert.deepEqual(minute, [...Array.from({ length: 12 }, (_, i) => i + 1), ...Array<number>(8).fill(12)]);
+        assert.ok(statements < 20, `${statements} statements for 20 requests`);
+        const [burstRow, minuteRow] = await Promise.all([
+          db.knex('rate_limits').where({ key: windows.burstKey }).first(),
+          db.knex('rate_limits').where({ key: windows.minuteKey }).first(),
+        ]);
+        assert.equal(Number(burstRow.points), 20);
+        assert.equal(Number(minuteRow.points), 12);
+        // A key that resolves to nothing counts nowhere, however many ask at once.
+        await admin.revokeKey(ctx, found[0]!.principal.keyId);
+        assert.deepEqual(await Promise.all([1, 2, 3].map(() => counting.findPrincipalCountingRequest(hashApiKey(apiKey), { ...windows, now: Date.now() }))), [
+          null,
+          null,
+          null,
+        ]);
+        assert.equal(Number((await db.knex('rate_limits').where({ key: windows.burstKey }).first()).points), 20);
+      });
+    }
   });
 }

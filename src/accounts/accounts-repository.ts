@@ -86,24 +86,28 @@ const principalSelect = (keyHash: string) =>
 const PRINCIPAL_BY_KEY_HASH = hotStatement('principal_by_key_hash', principalSelect('?'));
 
 /**
- * PostgreSQL only: the principal of PRINCIPAL_BY_KEY_HASH and the request counted in the key's two
- * rate-limit windows, in one round trip instead of three. The windows are rate-limiter-flexible's rows
- * (key, points, expire in ms), updated as its fixed-window upsert does; the minute window is counted
- * only when the burst window allows the request, and a key that resolves to nothing counts nowhere.
- * $1 key hash, $2 burst row, $3 minute row, $4 burst expiry, $5 minute expiry, $6 now, $7 burst limit.
+ * PostgreSQL only: the principal of PRINCIPAL_BY_KEY_HASH and `n` requests of the key counted in its
+ * two rate-limit windows, in one round trip instead of three per request. The windows are
+ * rate-limiter-flexible's rows (key, points, expire), updated as its fixed-window upsert does, by `n`
+ * at once. The minute window counts only the requests the burst window allows (`allowed`: those
+ * whose place in the burst window is within its limit), and a key that resolves to nothing counts
+ * nowhere. $1 key hash, $2 burst row, $3 minute row, $4 burst expiry, $5 minute expiry, $6 now,
+ * $7 burst limit, $8 n.
  */
-const PRINCIPAL_COUNTING_REQUEST = hotStatement(
-  'principal_counting_request',
+const PRINCIPAL_COUNTING_REQUESTS = hotStatement(
+  'principal_counting_requests',
   `with principal as (${principalSelect('$1')}), burst as (
-     insert into rate_limits (key, points, expire) select $2, 1, $4::bigint from principal
+     insert into rate_limits (key, points, expire) select $2, $8::int, $4::bigint from principal
      on conflict (key) do update set
-       points = case when rate_limits.expire <= $6::bigint then 1 else rate_limits.points + 1 end,
+       points = case when rate_limits.expire <= $6::bigint then excluded.points else rate_limits.points + excluded.points end,
        expire = case when rate_limits.expire <= $6::bigint then excluded.expire else rate_limits.expire end
      returning points, expire
+   ), allowed as (
+     select least($8::int, greatest(0, $7::int - (points - $8::int))) as n from burst
    ), minute as (
-     insert into rate_limits (key, points, expire) select $3, 1, $5::bigint from burst where burst.points <= $7::int
+     insert into rate_limits (key, points, expire) select $3, n, $5::bigint from allowed where n > 0
      on conflict (key) do update set
-       points = case when rate_limits.expire <= $6::bigint then 1 else rate_limits.points + 1 end,
+       points = case when rate_limits.expire <= $6::bigint then excluded.points else rate_limits.points + excluded.points end,
        expire = case when rate_limits.expire <= $6::bigint then excluded.expire else rate_limits.expire end
      returning points, expire
    )
@@ -113,8 +117,49 @@ const PRINCIPAL_COUNTING_REQUEST = hotStatement(
    from principal p join burst b on true left join minute m on true`,
 );
 
+type CountingRow = PrincipalRow & {
+  burst_points: number | string;
+  burst_expire: number | string;
+  minute_points: number | string;
+  minute_expire: number | string | null;
+};
+type Counted = { principal: Principal; counted: CountedWindows } | null;
+
+/** Requests of one key waiting to be counted together, under the same windows. */
+interface CountingGroup {
+  windows: WindowCounts;
+  waiting: Array<{ resolve(found: Counted): void; reject(error: unknown): void }>;
+}
+
+/**
+ * Each request's own count from a statement that counted `n` requests at once: the i-th of them
+ * (from 0) has the place `burst - n + 1 + i` in the burst window, and the j-th of those the burst
+ * window allowed has the place `minute - allowed + 1 + j` in the minute window. A request the burst
+ * window refused sees the minute window's count so far, as a single request would.
+ */
+function countedEach(row: CountingRow, n: number, burstLimit: number): Counted[] {
+  const { burst_points, burst_expire, minute_points, minute_expire, ...principalRow } = row;
+  // bigint arrives as a string from pg.
+  const burst = Number(burst_points);
+  const minute = Number(minute_points);
+  const allowed = Math.min(n, Math.max(0, burstLimit - (burst - n)));
+  const principal = toPrincipal(principalRow);
+  return Array.from({ length: n }, (_, i) => ({
+    principal,
+    counted: {
+      burstPoints: burst - n + 1 + i,
+      burstExpiresAt: Number(burst_expire),
+      minutePoints: i < allowed ? minute - allowed + 1 + i : minute,
+      minuteExpiresAt: minute_expire === null ? null : Number(minute_expire),
+    },
+  }));
+}
+
 /** The only code that reads or writes lender accounts, policies and keys. */
 export class AccountsRepository {
+  /** Keys (with their windows) whose requests are being counted now, with the requests waiting for the next statement. */
+  private readonly countingInFlight = new Map<string, CountingGroup>();
+
   /** `hot` serves the per-request key lookup; it defaults to statements through the writer. */
   constructor(
     private readonly knex: Knex,
@@ -229,29 +274,50 @@ export class AccountsRepository {
    * PostgreSQL: the same lookup, counting the request in the key's rate-limit windows in the same
    * statement (`windows` names the rows for the quota the caller expects the key to have).
    */
-  async findPrincipalCountingRequest(keyHash: string, windows: WindowCounts): Promise<{ principal: Principal; counted: CountedWindows } | null> {
-    type Row = PrincipalRow & { burst_points: number; burst_expire: string; minute_points: number; minute_expire: string | null };
-    const [row] = await this.hot.rows<Row>(PRINCIPAL_COUNTING_REQUEST, [
-      keyHash,
-      windows.burstKey,
-      windows.minuteKey,
-      windows.burstExpiresAt,
-      windows.minuteExpiresAt,
-      windows.now,
-      windows.burst,
-    ]);
-    if (!row) return null;
-    const { burst_points, burst_expire, minute_points, minute_expire, ...principal } = row;
-    return {
-      principal: toPrincipal(principal),
-      // bigint arrives as a string from pg.
-      counted: {
-        burstPoints: Number(burst_points),
-        burstExpiresAt: Number(burst_expire),
-        minutePoints: Number(minute_points),
-        minuteExpiresAt: minute_expire === null ? null : Number(minute_expire),
-      },
-    };
+  async findPrincipalCountingRequest(keyHash: string, windows: WindowCounts): Promise<Counted> {
+    const groupKey = `${keyHash}\u0000${windows.burstKey}\u0000${windows.minuteKey}\u0000${windows.burst}`;
+    return new Promise<Counted>((resolve, reject) => {
+      const inFlight = this.countingInFlight.get(groupKey);
+      if (inFlight) {
+        // A statement for this key is running: this request is counted with the others that arrive
+        // meanwhile, in one statement once it ends (under the latest of their clocks), instead of
+        // each waiting for the row lock of the one before. Alone, a request goes at once.
+        inFlight.windows = windows.now >= inFlight.windows.now ? windows : inFlight.windows;
+        inFlight.waiting.push({ resolve, reject });
+        return;
+      }
+      this.countingInFlight.set(groupKey, { windows, waiting: [] });
+      void this.countGroup(groupKey, keyHash, windows, [{ resolve, reject }]);
+    });
+  }
+
+  /** Counts the requests in one statement, then the group that gathered meanwhile, until none did. */
+  private async countGroup(groupKey: string, keyHash: string, windows: WindowCounts, requests: CountingGroup['waiting']): Promise<void> {
+    for (;;) {
+      try {
+        const [row] = await this.hot.rows<CountingRow>(PRINCIPAL_COUNTING_REQUESTS, [
+          keyHash,
+          windows.burstKey,
+          windows.minuteKey,
+          windows.burstExpiresAt,
+          windows.minuteExpiresAt,
+          windows.now,
+          windows.burst,
+          requests.length,
+        ]);
+        const counted = row ? countedEach(row, requests.length, windows.burst) : null;
+        requests.forEach((request, i) => request.resolve(counted ? counted[i]! : null));
+      } catch (error) {
+        for (const request of requests) request.reject(error);
+      }
+      const next = this.countingInFlight.get(groupKey)!;
+      if (next.waiting.length === 0) {
+        this.countingInFlight.delete(groupKey);
+        return;
+      }
+      ({ windows, waiting: requests } = next);
+      this.countingInFlight.set(groupKey, { windows, waiting: [] });
+    }
   }
 
   async readSetting(name: string): Promise<string | null> {

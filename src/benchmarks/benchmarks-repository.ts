@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { chunks } from '../platform/db/chunks.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { BenchmarkMetricName, Distribution } from './scales.ts';
 
@@ -22,8 +23,6 @@ interface MemberRow {
   product_type: string;
   buckets: string;
 }
-
-const chunks = <T>(items: T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
 /** The only code that reads or writes the benchmark aggregates. */
 export class BenchmarksRepository {

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../platform/db/database.ts';
+import { chunks } from '../platform/db/chunks.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 
 export interface WebhookEndpoint {
@@ -332,16 +333,28 @@ export class WebhooksRepository {
           response_snippet: attempt.responseSnippet,
         })),
       );
-      for (const { deliveryId, attempt, outcome } of records) {
-        // Only the claimant records: if its lease ran out and another worker took over, it stands aside.
-        await trx('webhook_deliveries').where({ id: deliveryId, locked_by: workerId }).update({
-          status: outcome.status,
-          attempts: attempt.attempt,
-          first_attempt_at: outcome.firstAttemptAt,
-          next_attempt_at: outcome.nextAttemptAt,
-          locked_by: null,
-          locked_until: null,
+      // One statement moves the whole batch on (one per delivery held SQLite's single writer for
+      // as long as a batch of creations takes), each delivery to its own values, chunked under
+      // SQLite's limit of bound values. Only the claimant records: if its lease ran out and another
+      // worker took over, it stands aside.
+      for (const chunk of chunks(records, 500)) {
+        const each = (value: (record: AttemptRecord) => string | number | null, cast = '?') => ({
+          sql: `case id ${chunk.map(() => `when ? then ${cast}`).join(' ')} end`,
+          bindings: chunk.flatMap((record) => [record.deliveryId, value(record)]),
         });
+        const columns = {
+          status: each((r) => r.outcome.status),
+          attempts: each((r) => r.attempt.attempt, 'cast(? as integer)'),
+          first_attempt_at: each((r) => r.outcome.firstAttemptAt),
+          next_attempt_at: each((r) => r.outcome.nextAttemptAt),
+        };
+        await trx.raw(
+          `update webhook_deliveries set ${Object.entries(columns)
+            .map(([column, { sql }]) => `${column} = ${sql}`)
+            .join(', ')}, locked_by = null, locked_until = null
+           where locked_by = ? and id in (${chunk.map(() => '?').join(', ')})`,
+          [...Object.values(columns).flatMap(({ bindings }) => bindings), workerId, ...chunk.map((r) => r.deliveryId)],
+        );
       }
     });
   }

@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import { AccountsRepository } from '../accounts/accounts-repository.ts';
+import * as admin from '../accounts/lender-admin.ts';
+import { ManualClock } from '../platform/clock.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { adminContext, startService, type Service } from '../service.ts';
+import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
+import { WebhooksRepository, type AttemptRecord } from './webhooks-repository.ts';
+
+for (const factory of testDatabases()) {
+  describe(`webhook delivery bookkeeping on ${factory.name}`, function () {
+    this.timeout(30_000);
+    let testDb: TestDatabase;
+    let service: Service;
+    let webhooks: WebhooksRepository;
+    const clock = new ManualClock('2026-11-21T10:00:00.000Z');
+
+    before(async () => {
+      testDb = await factory.create();
+      const config = loadConfig({ DATABASE_URL: testDb.url, WEBHOOK_ALLOW_PRIVATE_TARGETS: '1', LOG_LEVEL: 'silent' });
+      // The delivery worker is not started: this test claims and records as a worker would.
+      service = await startService(config, createLogger({ level: 'silent' }), { clock });
+      webhooks = new WebhooksRepository(service.db.knex, service.db.dialect);
+    });
+    after(async () => {
+      await service.close();
+      await testDb.drop();
+    });
+
+    it('records a batch of attempts in place, each delivery moved to its own outcome, and stands aside where another worker took over', async () => {
+      const ctx = adminContext({ mode: 'sandbox' }, new AccountsRepository(service.db.knex), clock);
+      const lender = await admin.createLender(ctx, { name: 'Bookkeeping Lender' });
+      const { apiKey } = await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' });
+      const api = (path: string, body: object, headers: Record<string, string> = {}) =>
+        request(service.app).post(`/api/v1${path}`).auth(apiKey, { type: 'bearer' }).set(headers).send(body);
+      assert.equal((await api('/webhooks', { url: 'https://127.0.0.1:9/hook', events: ['verification.completed'] })).status, 201);
+      for (let i = 0; i < 4; i++) {
+        const created = await api(
+          '/verifications',
+          { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] },
+          { 'idempotency-key': randomUUID() },
+        );
+        assert.equal(created.status, 201);
+      }
+      const due = await webhooks.claimDue('worker-a', clock.now(), 10, 60_000);
+      assert.equal(due.length, 4);
+      const [succeeded, retried, failed, takenOver] = due.map((d) => d.id) as [string, string, string, string];
+      await service.db.knex('webhook_deliveries').where({ id: takenOver }).update({ locked_by: 'worker-b' });
+
+      const at = (seconds: number) => new Date(clock.now().getTime() + seconds * 1000).toISOString();
+      const record = (deliveryId: string, statusCode: number, outcome: AttemptRecord['outcome']): AttemptRecord => ({
+        deliveryId,
+        attempt: { attempt: 1, attemptedAt: outcome.firstAttemptAt, statusCode, durationMs: 5, error: null, responseSnippet: null },
+        outcome,
+      });
+      await webhooks.recordAttempts('worker-a', [
+        record(succeeded, 200, { status: 'succeeded', firstAttemptAt: at(1), nextAttemptAt: null }),
+        record(retried, 503, { status: 'pending', firstAttemptAt: at(2), nextAttemptAt: at(62) }),
+        record(failed, 410, { status: 'failed', firstAttemptAt: at(3), nextAttemptAt: null }),
+        record(takenOver, 200, { status: 'succeeded', firstAttemptAt: at(4), nextAttemptAt: null }),
+      ]);
+
+      const rows = await service.db
+        .knex('webhook_deliveries')
+        .whereIn('id', [succeeded, retried, failed, takenOver])
+        .select('id', 'status', 'attempts', 'first_attempt_at', 'next_attempt_at', 'locked_by', 'locked_until');
+      const byId = new Map(rows.map(({ id, ...row }) => [id, { ...row, attempts: Number(row.attempts) }]));
+      assert.deepEqual(byId.get(succeeded), {
+        status: 'succeeded',
+        attempts: 1,
+        first_attempt_at: at(1),
+        next_attempt_at: null,
+        locked_by: null,
+        locked_until: null,
+      });
+      assert.deepEqual(byId.get(retried), {
+        status: 'pending',
+        attempts: 1,
+        first_attempt_at: at(2),
+        next_attempt_at: at(62),
+        locked_by: null,
+        locked_until: null,
+      });
+      assert.deepEqual(byId.get(failed), {
+        status: 'failed',
+        attempts: 1,
+        first_attempt_at: at(3),
+        next_attempt_at: null,
+        locked_by: null,
+        locked_until: null,
+      });
+      const untouched = byId.get(takenOver)!;
+      assert.deepEqual([untouched.status, untouched.attempts, untouched.first_attempt_at, untouched.locked_by], ['sending', 0, null, 'worker-b']);
+    });
+  });
+}

@@ -5,6 +5,7 @@ import sqlite3, { type Database as SqliteConnection } from 'sqlite3';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
 import { migrations } from './migrations/index.ts';
 import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
+import { waitingSqliteWriter } from './sqlite-writer.ts';
 
 export type { Knex };
 export type Dialect = 'sqlite' | 'postgres';
@@ -54,24 +55,51 @@ function sqliteFilename(databaseUrl: string): string {
 /** Every SQLite connection waits this long for another process's write lock before SQLITE_BUSY. */
 const SQLITE_BUSY_TIMEOUT_MS = 5000;
 
-function sqliteConfig(databaseUrl: string, connections = 1): Knex.Config {
+// secure_delete: erased rows are overwritten in the file, not just unlinked (data-protection erasure).
+const SQLITE_PRAGMAS = 'PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;';
+
+function sqliteFile(databaseUrl: string): string {
   const filename = sqliteFilename(databaseUrl);
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
+  return filename;
+}
+
+/**
+ * The writer: one connection, since SQLite serialises writers anyway and a single connection keeps
+ * transactions from tripping over SQLITE_BUSY inside one process. On better-sqlite3, waiting for
+ * another process's lock off the event loop (sqlite-writer.ts), hence its busy timeout of zero.
+ */
+function sqliteWriterConfig(databaseUrl: string): Knex.Config {
+  return {
+    client: waitingSqliteWriter(SQLITE_BUSY_TIMEOUT_MS) as unknown as typeof Knex.Client,
+    connection: { filename: sqliteFile(databaseUrl) },
+    useNullAsDefault: true,
+    pool: {
+      min: 1,
+      max: 1,
+      afterCreate(connection: { exec(sql: string): void }, done: (error: Error | null, connection: unknown) => void) {
+        try {
+          connection.exec(`${SQLITE_PRAGMAS} PRAGMA busy_timeout = 0;`);
+          done(null, connection);
+        } catch (error) {
+          done(error as Error, connection);
+        }
+      },
+    },
+  };
+}
+
+/** Read connections (node-sqlite3): their waits for a lock happen on its thread pool, never on the event loop. */
+function sqliteReaderConfig(databaseUrl: string, connections: number): Knex.Config {
   return {
     client: 'sqlite3',
-    connection: { filename },
+    connection: { filename: sqliteFile(databaseUrl) },
     useNullAsDefault: true,
-    // One connection: SQLite serialises writers anyway, and a single connection keeps
-    // transactions from tripping over SQLITE_BUSY inside one process.
     pool: {
       min: 1,
       max: connections,
-      // secure_delete: erased rows are overwritten in the file, not just unlinked (data-protection erasure).
       afterCreate(connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) {
-        connection.exec(
-          `PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}; PRAGMA synchronous = NORMAL;`,
-          (error: Error | null) => done(error, connection),
-        );
+        connection.exec(`${SQLITE_PRAGMAS} PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS};`, (error: Error | null) => done(error, connection));
       },
     },
   };
@@ -115,8 +143,8 @@ const SQLITE_READERS = 4;
 
 export function openDatabase(databaseUrl: string): Database {
   const dialect = dialectOf(databaseUrl);
-  const instance = knex(dialect === 'sqlite' ? sqliteConfig(databaseUrl) : postgresConfig(databaseUrl));
-  const reader = dialect === 'sqlite' && !databaseUrl.endsWith(':memory:') ? knex(sqliteConfig(databaseUrl, SQLITE_READERS)) : instance;
+  const instance = knex(dialect === 'sqlite' ? sqliteWriterConfig(databaseUrl) : postgresConfig(databaseUrl));
+  const reader = dialect === 'sqlite' && !databaseUrl.endsWith(':memory:') ? knex(sqliteReaderConfig(databaseUrl, SQLITE_READERS)) : instance;
   const pools = [...new Set([instance, reader])];
   for (const pool of pools) pool.on('query-error', (error: unknown) => databaseQueryErrors.labels(queryErrorKind(error)).inc());
   const hot =
@@ -221,9 +249,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     'ETIMEDOUT',
     'ENOTFOUND',
     'EHOSTUNREACH',
-    'SQLITE_BUSY',
-    'SQLITE_CANTOPEN',
-    'SQLITE_IOERR',
     '57P01',
     '57P02',
     '57P03',
@@ -234,6 +259,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     '08006',
   ];
   if (e.code && codes.includes(e.code)) return true;
+  // better-sqlite3 names the extended codes (SQLITE_BUSY_RECOVERY, SQLITE_IOERR_WRITE, ...), node-sqlite3 the primary ones.
+  if (e.code && /^SQLITE_(BUSY|CANTOPEN|IOERR)(_|$)/.test(e.code)) return true;
   if (e.name === 'KnexTimeoutError') return true;
   // pg's own wordings: "timeout expired" (connecting), "Query read timeout" (no answer in time),
   // "canceling statement due to statement timeout" (57014 on the server).

@@ -1,6 +1,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import type { Knex } from 'knex';
 import sqlite3 from 'sqlite3';
+import { isSqliteBusy } from './sqlite-writer.ts';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
 
 /**
@@ -59,7 +60,7 @@ export function sqliteHotStatements(filename: string, connections: number, busyT
         }
         return query.all(...params) as Row[];
       } catch (error) {
-        if ((error as { code?: unknown }).code === 'SQLITE_BUSY') return waiting.rows(statement, params);
+        if (isSqliteBusy(error)) return waiting.rows(statement, params);
         return countError(error, kindOf);
       }
     },

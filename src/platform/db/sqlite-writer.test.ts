@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import knex, { type Knex } from 'knex';
+import { isDatabaseUnavailable } from './database.ts';
+import { waitingSqliteWriter } from './sqlite-writer.ts';
+
+describe('the SQLite writer on better-sqlite3', function () {
+  this.timeout(20_000);
+  let dir: string;
+  let file: string;
+  let writer: Knex;
+  let otherProcess: BetterSqlite3.Database;
+
+  const openWriter = (busyTimeoutMs: number) =>
+    knex({
+      client: waitingSqliteWriter(busyTimeoutMs) as unknown as typeof Knex.Client,
+      connection: { filename: file },
+      useNullAsDefault: true,
+      pool: {
+        min: 1,
+        max: 1,
+        afterCreate(connection: { exec(sql: string): void }, done: (error: Error | null, connection: unknown) => void) {
+          connection.exec('PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 0;');
+          done(null, connection);
+        },
+      },
+    });
+
+  /** Counts the turns of the event loop while `work` runs: a synchronous wait would leave none. */
+  async function loopTurnsDuring<T>(work: Promise<T>): Promise<{ result: T; turns: number; ms: number }> {
+    let turns = 0;
+    const started = Date.now();
+    const ticking = setInterval(() => turns++, 10);
+    try {
+      const result = await work;
+      return { result, turns, ms: Date.now() - started };
+    } finally {
+      clearInterval(ticking);
+    }
+  }
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'civ-writer-'));
+    file = join(dir, 'writer.sqlite');
+    otherProcess = new BetterSqlite3(file);
+    otherProcess.exec('PRAGMA journal_mode = WAL; create table t (a integer)');
+  });
+  afterEach(async () => {
+    await writer.destroy();
+    otherProcess.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('waits for another connection’s write lock off the event loop, then writes', async () => {
+    writer = openWriter(5000);
+    await writer('t').insert({ a: 1 });
+    otherProcess.exec('BEGIN IMMEDIATE; insert into t values (2)');
+    setTimeout(() => otherProcess.exec('COMMIT'), 300);
+    const { turns, ms } = await loopTurnsDuring(writer.transaction(async (trx) => trx('t').insert({ a: 3 })));
+    assert.ok(ms >= 250, `wrote after ${ms} ms, before the lock was released`);
+    assert.ok(turns >= 10, `the event loop turned ${turns} times in ${ms} ms`);
+    assert.deepEqual(
+      (await writer('t').orderBy('a').select('a')).map((row: { a: number }) => row.a),
+      [1, 2, 3],
+    );
+  });
+
+  it('gives up after its busy timeout with SQLITE_BUSY, which answers 503', async () => {
+    writer = openWriter(200);
+    await writer('t').insert({ a: 1 });
+    otherProcess.exec('BEGIN IMMEDIATE; insert into t values (2)');
+    try {
+      const { result, turns, ms } = await loopTurnsDuring(
+        writer('t')
+          .insert({ a: 3 })
+          .then(
+            () => null,
+            (error: unknown) => error,
+          ),
+      );
+      assert.equal((result as { code?: string } | null)?.code, 'SQLITE_BUSY');
+      assert.equal(isDatabaseUnavailable(result), true);
+      assert.ok(ms >= 150 && ms < 2000, `gave up after ${ms} ms`);
+      assert.ok(turns >= 5, `the event loop turned ${turns} times in ${ms} ms`);
+    } finally {
+      otherProcess.exec('ROLLBACK');
+    }
+    assert.deepEqual(
+      (await writer('t').select('a')).map((row: { a: number }) => row.a),
+      [1],
+    );
+  });
+});

@@ -1,0 +1,49 @@
+import { createRequire } from 'node:module';
+import type { Knex } from 'knex';
+
+/**
+ * SQLite's "the database is locked": another connection (in practice another process, such as the
+ * operator's CLI) holds the write lock, or is recovering the WAL after a crash. Worth waiting for.
+ * SQLITE_BUSY_SNAPSHOT is not: the transaction read a state another writer has since replaced, and
+ * only starting it again helps.
+ */
+export function isSqliteBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_RECOVERY';
+}
+
+/** Knex's own client for better-sqlite3: the one method overridden below. */
+interface BetterSqlite3Client {
+  _query(connection: unknown, query: unknown): Promise<unknown>;
+}
+type ClientClass = new (config: Knex.Config) => BetterSqlite3Client;
+
+// Knex exports its dialect clients only by path, untyped.
+const KnexBetterSqlite3 = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as ClientClass;
+
+/**
+ * The writer's Knex client on SQLite: better-sqlite3, whose statements run at once on the event
+ * loop instead of each taking a round trip through node-sqlite3's thread pool (a creation's
+ * transaction is a dozen statements on the single writer connection: docs/performance.md).
+ *
+ * A synchronous driver must never wait for a lock on the event loop, or one wait would stall every
+ * request of the process. So the connection's busy timeout is zero (`WRITER_PRAGMAS`), and a
+ * statement that finds the database locked is tried again after a pause off the event loop, for up
+ * to `busyTimeoutMs`, which is what SQLite's own busy handler does in place; then it fails with
+ * SQLITE_BUSY (503, as before).
+ */
+export function waitingSqliteWriter(busyTimeoutMs: number): ClientClass {
+  return class WaitingBetterSqlite3 extends KnexBetterSqlite3 {
+    override async _query(connection: unknown, query: unknown): Promise<unknown> {
+      const deadline = Date.now() + busyTimeoutMs;
+      for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
+        try {
+          return await super._query(connection, query);
+        } catch (error) {
+          if (!isSqliteBusy(error) || Date.now() + pauseMs > deadline) throw error;
+          await new Promise((resolve) => setTimeout(resolve, pauseMs));
+        }
+      }
+    }
+  };
+}

@@ -13,6 +13,8 @@ describe('the SQLite writer on better-sqlite3', function () {
   let file: string;
   let writer: Knex;
   let otherProcess: BetterSqlite3.Database;
+  /** Every SQL text the writer's connection prepared. */
+  let prepared: string[];
 
   const openWriter = (busyTimeoutMs: number) =>
     knex({
@@ -22,8 +24,13 @@ describe('the SQLite writer on better-sqlite3', function () {
       pool: {
         min: 1,
         max: 1,
-        afterCreate(connection: { exec(sql: string): void }, done: (error: Error | null, connection: unknown) => void) {
+        afterCreate(connection: BetterSqlite3.Database, done: (error: Error | null, connection: unknown) => void) {
           connection.exec('PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 0;');
+          const prepare = connection.prepare.bind(connection);
+          connection.prepare = (sql: string) => {
+            prepared.push(sql);
+            return prepare(sql);
+          };
           done(null, connection);
         },
       },
@@ -43,6 +50,7 @@ describe('the SQLite writer on better-sqlite3', function () {
   }
 
   beforeEach(() => {
+    prepared = [];
     dir = mkdtempSync(join(tmpdir(), 'civ-writer-'));
     file = join(dir, 'writer.sqlite');
     otherProcess = new BetterSqlite3(file);
@@ -66,6 +74,13 @@ describe('the SQLite writer on better-sqlite3', function () {
       (await writer('t').orderBy('a').select('a')).map((row: { a: number }) => row.a),
       [1, 2, 3],
     );
+  });
+
+  it('prepares each SQL text once and runs it again with new values', async () => {
+    writer = openWriter(5000);
+    for (let a = 1; a <= 20; a++) await writer('t').insert({ a });
+    assert.equal((await writer('t').count<{ n: number }[]>({ n: '*' }))[0]!.n, 20);
+    assert.equal(prepared.filter((sql) => sql.startsWith('insert into `t`')).length, 1, prepared.join('\n'));
   });
 
   it('gives up after its busy timeout with SQLITE_BUSY, which answers 503', async () => {

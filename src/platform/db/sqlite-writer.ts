@@ -1,5 +1,10 @@
 import { createRequire } from 'node:module';
+import type BetterSqlite3 from 'better-sqlite3';
 import type { Knex } from 'knex';
+import { LRUCache } from 'lru-cache';
+
+/** Distinct SQL texts kept prepared per writer connection (Knex's statements repeat; multi-row inserts vary by row count). */
+const PREPARED_STATEMENTS_KEPT = 500;
 
 /**
  * SQLite's "the database is locked": another connection (in practice another process, such as the
@@ -33,12 +38,36 @@ const KnexBetterSqlite3 = createRequire(import.meta.url)('knex/lib/dialects/bett
  * SQLITE_BUSY (503, as before).
  */
 export function waitingSqliteWriter(busyTimeoutMs: number): ClientClass {
+  const statementCaches = new WeakMap<BetterSqlite3.Database, Pick<BetterSqlite3.Database, 'prepare'>>();
+  /**
+   * The connection as Knex's client sees it, with each SQL text prepared once: Knex prepares every
+   * statement it runs, and a statement's native memory is freed only when the garbage collector
+   * gets to it, which under a few thousand statements a second let the process grow.
+   */
+  const preparingOnce = (connection: BetterSqlite3.Database) => {
+    let cached = statementCaches.get(connection);
+    if (!cached) {
+      const statements = new LRUCache<string, BetterSqlite3.Statement>({ max: PREPARED_STATEMENTS_KEPT });
+      cached = {
+        prepare(sql: string) {
+          let statement = statements.get(sql);
+          if (!statement) {
+            statement = connection.prepare(sql);
+            statements.set(sql, statement);
+          }
+          return statement;
+        },
+      } as Pick<BetterSqlite3.Database, 'prepare'>;
+      statementCaches.set(connection, cached);
+    }
+    return cached;
+  };
   return class WaitingBetterSqlite3 extends KnexBetterSqlite3 {
     override async _query(connection: unknown, query: unknown): Promise<unknown> {
       const deadline = Date.now() + busyTimeoutMs;
       for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
         try {
-          return await super._query(connection, query);
+          return await super._query(preparingOnce(connection as BetterSqlite3.Database), query);
         } catch (error) {
           if (!isSqliteBusy(error) || Date.now() + pauseMs > deadline) throw error;
           await new Promise((resolve) => setTimeout(resolve, pauseMs));

@@ -41,4 +41,4 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node itself is PID 1 (no npm in between), so SIGTERM reaches the server's graceful drain. The Node
 # flags are the server's (test/support/server-process.ts, SERVER_NODE_FLAGS; docs/performance.md).
-CMD ["node", "--max-semi-space-size=4", "--import", "tsx", "--import", "./src/platform/tracing/tracing.ts", "src/server.ts"]
+CMD ["node", "--max-semi-space-size=2", "--import", "tsx", "--import", "./src/platform/tracing/tracing.ts", "src/server.ts"]

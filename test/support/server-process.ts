@@ -10,7 +10,7 @@ const root = new URL('../..', import.meta.url).pathname;
  * process. A young generation of 4 MB semi-spaces instead of V8's 16 MB default kept a loaded
  * server about 25 MB smaller with no loss of throughput measured (docs/performance.md).
  */
-export const SERVER_NODE_FLAGS = ['--max-semi-space-size=4'];
+export const SERVER_NODE_FLAGS = ['--max-semi-space-size=2'];
 
 /** CPU time (user + system, all threads) a process has used so far, in µs (Linux /proc; 0 elsewhere). */
 export function cpuMicros(pid: number): number {

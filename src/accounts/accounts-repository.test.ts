@@ -90,6 +90,22 @@ for (const factory of testDatabases()) {
       assert.deepEqual(await ctx.accounts.findPolicies(lender.id), { rbf: { min_months_history: 6, max_volatility_cv: 0.8 } });
     });
 
+    it('reads what scoring needs of a lender in one hot statement: its jurisdiction and every product type policy', async () => {
+      const hot = new AccountsRepository(db.reader, db.hot);
+      const lender = await admin.createLender(ctx, { name: 'Scoring Partners', jurisdiction: 'difc' });
+      assert.deepEqual(await hot.findScoringProfile(lender.id), { jurisdiction: 'difc', policies: {} });
+      await admin.setPolicy(ctx, { id: lender.id, productType: 'rbf', overrides: { min_months_history: 6 } });
+      await admin.setPolicy(ctx, { id: lender.id, productType: 'term_loan', overrides: { max_volatility_cv: 0.5 } });
+      assert.deepEqual(await hot.findScoringProfile(lender.id), {
+        jurisdiction: 'difc',
+        policies: { rbf: { min_months_history: 6 }, term_loan: { max_volatility_cv: 0.5 } },
+      });
+      // Another lender's policies are not this one's.
+      const other = await admin.createLender(ctx, { name: 'Other Partners' });
+      assert.deepEqual((await hot.findScoringProfile(other.id))?.policies, {});
+      assert.equal(await hot.findScoringProfile('lnd_missing'), null);
+    });
+
     it('creates the sandbox demo account once, however often it starts', async () => {
       const demoKey = 'civ_test_ConformanceDemoKey000000000000';
       await Promise.all([admin.ensureDemoAccount(ctx, demoKey), admin.ensureDemoAccount(ctx, demoKey)]);

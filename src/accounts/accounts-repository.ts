@@ -85,6 +85,12 @@ const principalSelect = (keyHash: string) =>
 /** Runs on every request (D9: looked up each time, so a revocation takes effect on the next one). */
 const PRINCIPAL_BY_KEY_HASH = hotStatement('principal_by_key_hash', principalSelect('?'));
 
+/** What scoring needs of a lender (its jurisdiction, its policy per product type), read on every creation. */
+const SCORING_PROFILE = hotStatement(
+  'scoring_profile',
+  'select l.jurisdiction, p.product_type, p.overrides from lender_accounts l left join lender_policies p on p.lender_id = l.id where l.id = ?',
+);
+
 /**
  * PostgreSQL only: the principal of PRINCIPAL_BY_KEY_HASH and `n` requests of the key counted in its
  * two rate-limit windows, in one round trip instead of three per request. The windows are
@@ -218,6 +224,18 @@ export class AccountsRepository {
   async deletePolicy(lenderId: string, productType: string): Promise<boolean> {
     const deleted = await this.knex('lender_policies').where({ lender_id: lenderId, product_type: productType }).delete();
     return deleted > 0;
+  }
+
+  /**
+   * The lender's jurisdiction and policy overrides per product type, in one hot statement (every
+   * creation reads them): null when there is no such lender.
+   */
+  async findScoringProfile(lenderId: string): Promise<{ jurisdiction: Jurisdiction; policies: Record<string, Record<string, unknown>> } | null> {
+    const rows = await this.hot.rows<{ jurisdiction: Jurisdiction; product_type: string | null; overrides: string | null }>(SCORING_PROFILE, [lenderId]);
+    if (rows.length === 0) return null;
+    const policies: Record<string, Record<string, unknown>> = {};
+    for (const row of rows) if (row.product_type !== null) policies[row.product_type] = JSON.parse(row.overrides!) as Record<string, unknown>;
+    return { jurisdiction: rows[0]!.jurisdiction, policies };
   }
 
   async findPolicies(lenderId: string): Promise<Record<string, Record<string, unknown>>> {

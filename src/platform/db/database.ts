@@ -79,7 +79,9 @@ function sqliteWriterConfig(databaseUrl: string): Knex.Config {
       max: 1,
       afterCreate(connection: { exec(sql: string): void }, done: (error: Error | null, connection: unknown) => void) {
         try {
-          connection.exec(`${SQLITE_PRAGMAS} PRAGMA busy_timeout = 0;`);
+          // Zero first: setting WAL mode may wait for a lock, and on this synchronous connection
+          // any wait would block the event loop.
+          connection.exec(`PRAGMA busy_timeout = 0; ${SQLITE_PRAGMAS}`);
           done(null, connection);
         } catch (error) {
           done(error as Error, connection);

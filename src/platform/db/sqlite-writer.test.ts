@@ -76,6 +76,47 @@ describe('the SQLite writer on better-sqlite3', function () {
     );
   });
 
+  it('never retries a statement whose transaction ended while it waited for the lock', async () => {
+    writer = openWriter(5000);
+    otherProcess.exec('BEGIN IMMEDIATE; insert into t values (2)');
+    setTimeout(() => otherProcess.exec('COMMIT'), 200);
+    // The first insert waits for the lock; its sibling fails at once, so Knex rolls the transaction
+    // back and lends the connection on while the first still waits.
+    await assert.rejects(
+      writer.transaction((trx) => Promise.all([trx('t').insert({ a: 3 }), trx('missing_table').insert({ a: 4 })])),
+      /no such table/,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.deepEqual(
+      (await writer('t').orderBy('a').select('a')).map((row: { a: number }) => row.a),
+      [2],
+    );
+  });
+
+  it('lets the event loop turn between transactions queued for the connection', async () => {
+    writer = openWriter(5000);
+    await writer('t').insert({ a: 0 });
+    const order: string[] = [];
+    let queued = true;
+    const turn = () => {
+      if (!queued) return;
+      order.push('turn');
+      setImmediate(turn);
+    };
+    setImmediate(turn);
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        writer.transaction(async (trx) => {
+          await trx('t').insert({ a: i });
+          order.push('tx');
+        }),
+      ),
+    );
+    queued = false;
+    assert.equal(order.filter((step) => step === 'tx').length, 10);
+    assert.ok(!order.join(' ').includes('tx tx'), `transactions ran back to back: ${order.join(' ')}`);
+  });
+
   it('prepares each SQL text once and runs it again with new values', async () => {
     writer = openWriter(5000);
     for (let a = 1; a <= 20; a++) await writer('t').insert({ a });

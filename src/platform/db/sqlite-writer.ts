@@ -21,6 +21,10 @@ export function isSqliteBusy(error: unknown): boolean {
 interface BetterSqlite3Client {
   _query(connection: unknown, query: unknown): Promise<unknown>;
 }
+/** What Knex writes on a connection it lends to a transaction. */
+interface KnexConnection {
+  __knexTxId?: string;
+}
 type ClientClass = new (config: Knex.Config) => BetterSqlite3Client;
 
 // Knex exports its dialect clients only by path, untyped.
@@ -64,13 +68,23 @@ export function waitingSqliteWriter(busyTimeoutMs: number): ClientClass {
   };
   return class WaitingBetterSqlite3 extends KnexBetterSqlite3 {
     override async _query(connection: unknown, query: unknown): Promise<unknown> {
+      // The writer's statements are synchronous, and a transaction that ends hands the connection to
+      // the next one in a promise callback: without a pause, every queued transaction would run in
+      // one turn of the event loop, holding every other request (and timer) for all of them. A turn
+      // before each transaction lets the rest of the process in between.
+      if ((query as { sql?: string }).sql === 'BEGIN;') await new Promise((resolve) => setImmediate(resolve));
       const deadline = Date.now() + busyTimeoutMs;
+      // Knex marks the connection with the transaction it is lent to. A statement must not be tried
+      // again once that has changed during the pause: its transaction has ended (a sibling statement
+      // failed and rolled it back), and the retry would run outside it or inside another one.
+      const transactionAtStart = (connection as KnexConnection).__knexTxId;
       for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
         try {
           return await super._query(preparingOnce(connection as BetterSqlite3.Database), query);
         } catch (error) {
           if (!isSqliteBusy(error) || Date.now() + pauseMs > deadline) throw error;
           await new Promise((resolve) => setTimeout(resolve, pauseMs));
+          if ((connection as KnexConnection).__knexTxId !== transactionAtStart) throw error;
         }
       }
     }

@@ -186,7 +186,6 @@ export async function startService(config: Config, logger: Logger, options: Serv
       );
     }
     const now = () => clock.now();
-    const accountsForReading = new AccountsRepository(db.reader, db.hot);
     const lifecycle = new VerificationLifecycle({
       verifications,
       config,
@@ -194,7 +193,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       // One hot statement, outside the creation's transaction: on SQLite a synchronous read on its
       // own connection, where the two reads through the read pool's thread-pool round trips had
       // each creation wait about 9 ms under load (docs/performance.md); on PostgreSQL one round trip.
-      scoringProfileOf: async (lenderId) => (await accountsForReading.findScoringProfile(lenderId)) ?? { jurisdiction: 'other', policies: {} },
+      scoringProfileOf: async (lenderId) => (await accounts.findScoringProfile(lenderId)) ?? { jurisdiction: 'other', policies: {} },
       incomeSource:
         config.mode === 'production'
           ? providerIncomeSource({ consent: consentRepository, providers, encryptionKey, logger })

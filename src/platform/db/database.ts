@@ -5,7 +5,7 @@ import sqlite3, { type Database as SqliteConnection } from 'sqlite3';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
 import { migrations } from './migrations/index.ts';
 import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
-import { waitingSqliteWriter } from './sqlite-writer.ts';
+import { WRITER_SESSIONS, waitingSqliteWriter } from './sqlite-writer.ts';
 
 export type { Knex };
 export type Dialect = 'sqlite' | 'postgres';
@@ -71,23 +71,13 @@ function sqliteFile(databaseUrl: string): string {
  */
 function sqliteWriterConfig(databaseUrl: string): Knex.Config {
   return {
-    client: waitingSqliteWriter(SQLITE_BUSY_TIMEOUT_MS) as unknown as typeof Knex.Client,
+    // Zero first: setting WAL mode may wait for a lock, and on this synchronous connection any wait
+    // would block the event loop.
+    client: waitingSqliteWriter(SQLITE_BUSY_TIMEOUT_MS, `PRAGMA busy_timeout = 0; ${SQLITE_PRAGMAS}`) as unknown as typeof Knex.Client,
     connection: { filename: sqliteFile(databaseUrl) },
     useNullAsDefault: true,
-    pool: {
-      min: 1,
-      max: 1,
-      afterCreate(connection: { exec(sql: string): void }, done: (error: Error | null, connection: unknown) => void) {
-        try {
-          // Zero first: setting WAL mode may wait for a lock, and on this synchronous connection
-          // any wait would block the event loop.
-          connection.exec(`PRAGMA busy_timeout = 0; ${SQLITE_PRAGMAS}`);
-          done(null, connection);
-        } catch (error) {
-          done(error as Error, connection);
-        }
-      },
-    },
+    // Sessions on the one connection, which transactions take in turns (sqlite-writer.ts).
+    pool: { min: 1, max: WRITER_SESSIONS },
   };
 }
 

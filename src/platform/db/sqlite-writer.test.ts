@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import knex, { type Knex } from 'knex';
 import { isDatabaseUnavailable } from './database.ts';
-import { waitingSqliteWriter } from './sqlite-writer.ts';
+import { WRITER_SESSIONS, waitingSqliteWriter, type WriterSession } from './sqlite-writer.ts';
 
 describe('the SQLite writer on better-sqlite3', function () {
   this.timeout(20_000);
@@ -16,25 +16,30 @@ describe('the SQLite writer on better-sqlite3', function () {
   /** Every SQL text the writer's connection prepared. */
   let prepared: string[];
 
-  const openWriter = (busyTimeoutMs: number) =>
-    knex({
-      client: waitingSqliteWriter(busyTimeoutMs) as unknown as typeof Knex.Client,
+  const openWriter = (busyTimeoutMs: number) => {
+    const recording = new WeakSet<BetterSqlite3.Database>();
+    return knex({
+      client: waitingSqliteWriter(busyTimeoutMs, 'PRAGMA busy_timeout = 0; PRAGMA journal_mode = WAL;') as unknown as typeof Knex.Client,
       connection: { filename: file },
       useNullAsDefault: true,
       pool: {
         min: 1,
-        max: 1,
-        afterCreate(connection: BetterSqlite3.Database, done: (error: Error | null, connection: unknown) => void) {
-          connection.exec('PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 0;');
-          const prepare = connection.prepare.bind(connection);
-          connection.prepare = (sql: string) => {
-            prepared.push(sql);
-            return prepare(sql);
-          };
-          done(null, connection);
+        max: WRITER_SESSIONS,
+        afterCreate(session: WriterSession, done: (error: Error | null, session: unknown) => void) {
+          // Every session is the same connection: record its statements once.
+          if (!recording.has(session.database)) {
+            recording.add(session.database);
+            const prepare = session.database.prepare.bind(session.database);
+            session.database.prepare = (sql: string) => {
+              prepared.push(sql);
+              return prepare(sql);
+            };
+          }
+          done(null, session);
         },
       },
     });
+  };
 
   /** Counts the turns of the event loop while `work` runs: a synchronous wait would leave none. */
   async function loopTurnsDuring<T>(work: Promise<T>): Promise<{ result: T; turns: number; ms: number }> {
@@ -115,6 +120,64 @@ describe('the SQLite writer on better-sqlite3', function () {
     queued = false;
     assert.equal(order.filter((step) => step === 'tx').length, 10);
     assert.ok(!order.join(' ').includes('tx tx'), `transactions ran back to back: ${order.join(' ')}`);
+  });
+
+  /** The values of t another connection sees: only what has been committed. */
+  const committedValues = () => (otherProcess.prepare('select a from t order by a').all() as Array<{ a: number }>).map((row) => row.a);
+
+  it('commits queued transactions together, each resolving only once its rows are committed', async () => {
+    writer = openWriter(5000);
+    await writer('t').insert({ a: 0 });
+    const seenAtResolve: number[][] = [];
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) => writer.transaction((trx) => trx('t').insert({ a: i + 1 })).then(() => seenAtResolve.push(committedValues()))),
+    );
+    const all = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+    // One commit for the ten: when the first resolves, another connection sees every row already.
+    for (const seen of seenAtResolve) assert.deepEqual(seen, all);
+  });
+
+  it('rolls back a failed transaction alone; the rest of its group commits', async () => {
+    writer = openWriter(5000);
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        writer.transaction(async (trx) => {
+          await trx('t').insert({ a: i });
+          if (i === 3) throw new Error('transaction 3 fails');
+          await trx('t').insert({ a: i + 100 });
+        }),
+      ),
+    );
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.status),
+      ['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+    );
+    assert.deepEqual(committedValues(), [0, 1, 2, 4, 5, 100, 101, 102, 104, 105]);
+  });
+
+  it('fails every transaction of a group whose commit fails, and keeps none of their rows', async () => {
+    // A deferred constraint is checked at the commit, after each transaction released its savepoint:
+    // the one way a group's commit can fail for what a member wrote (the service's schema has none).
+    otherProcess.exec(
+      'create table parent (id integer primary key); create table child (parent_id integer references parent (id) deferrable initially deferred)',
+    );
+    writer = openWriter(5000);
+    await writer.raw('PRAGMA foreign_keys = ON');
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 5 }, (_, i) =>
+        writer.transaction(async (trx) => {
+          await trx('t').insert({ a: i });
+          if (i === 2) await trx('child').insert({ parent_id: 42 });
+        }),
+      ),
+    );
+    for (const outcome of outcomes) {
+      assert.equal(outcome.status, 'rejected');
+      if (outcome.status === 'rejected') assert.match(String(outcome.reason), /FOREIGN KEY constraint failed/);
+    }
+    assert.deepEqual(committedValues(), []);
+    await writer.transaction((trx) => trx('t').insert({ a: 7 }));
+    assert.deepEqual(committedValues(), [7]);
   });
 
   it('prepares each SQL text once and runs it again with new values', async () => {

@@ -17,74 +17,289 @@ export function isSqliteBusy(error: unknown): boolean {
   return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_RECOVERY';
 }
 
-/** Knex's own client for better-sqlite3: the one method overridden below. */
+/** Knex's own client for better-sqlite3: the methods overridden below. */
 interface BetterSqlite3Client {
   _query(connection: unknown, query: unknown): Promise<unknown>;
-}
-/** What Knex writes on a connection it lends to a transaction. */
-interface KnexConnection {
-  __knexTxId?: string;
+  acquireRawConnection(): Promise<unknown>;
+  destroyRawConnection(connection: unknown): Promise<unknown>;
+  connectionSettings: { filename: string };
 }
 type ClientClass = new (config: Knex.Config) => BetterSqlite3Client;
 
 // Knex exports its dialect clients only by path, untyped.
 const KnexBetterSqlite3 = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as ClientClass;
 
+/** The most transactions one commit carries, and the longest a group stays open (see `SharedConnection`). */
+export const GROUP_COMMIT_LIMITS = { members: 32, ms: 50 };
+
 /**
- * The writer's Knex client on SQLite: better-sqlite3, whose statements run at once on the event
- * loop instead of each taking a round trip through node-sqlite3's thread pool (a creation's
- * transaction is a dozen statements on the single writer connection: docs/performance.md).
- *
- * A synchronous driver must never wait for a lock on the event loop, or one wait would stall every
- * request of the process. So the connection's busy timeout is zero (`WRITER_PRAGMAS`), and a
- * statement that finds the database locked is tried again after a pause off the event loop, for up
- * to `busyTimeoutMs`, which is what SQLite's own busy handler does in place; then it fails with
- * SQLITE_BUSY (503, as before).
+ * How many sessions Knex's pool may lend at once: a transaction keeps its session from `BEGIN` until
+ * its group has committed, so a full group and the transactions queued behind it each hold one.
  */
-export function waitingSqliteWriter(busyTimeoutMs: number): ClientClass {
-  const statementCaches = new WeakMap<BetterSqlite3.Database, Pick<BetterSqlite3.Database, 'prepare'>>();
+export const WRITER_SESSIONS = GROUP_COMMIT_LIMITS.members * 2;
+
+/** The savepoint each transaction of a group runs in, so that it can roll back alone. */
+const MEMBER = 'group_member';
+
+/** What Knex's pool lends: a session on the one connection. Knex marks it with the transaction it is lent to. */
+export interface WriterSession {
+  readonly database: BetterSqlite3.Database;
+  readonly shared: SharedConnection;
+  __knexTxId?: string;
+}
+
+interface Query {
+  sql: string;
+  response?: unknown;
+}
+
+/**
+ * The writer's one connection, shared by every session Knex's pool lends, and the turn each session
+ * takes on it.
+ *
+ * **Group commit.** A creation's transaction writes a few rows to a dozen tables and indexes, and each
+ * commit wrote every page it touched to the WAL again: 34 pages (136 KB) per creation, of which under
+ * 3 are new data, and a checkpoint copied them into the database file every 30 creations
+ * (docs/performance.md). Transactions queued for the writer now commit together: each runs in a
+ * savepoint of one open transaction (its `ROLLBACK` rolls back its own work only), and its `COMMIT`
+ * releases the savepoint and then waits for the group's commit, so a transaction's promise resolves
+ * only once its rows are committed, exactly as before. The group commits when no transaction is
+ * waiting for the connection, or after `GROUP_COMMIT_LIMITS`. If that commit fails, every
+ * transaction of the group fails with its error and none of their writes remain. The schema has no
+ * deferred constraints, so a transaction that released its savepoint cannot make the commit fail.
+ *
+ * **Turns.** Statements are synchronous; a session holds the connection from its `BEGIN` to its
+ * `COMMIT` or `ROLLBACK` (a statement outside a transaction, for that statement, after the open group
+ * has committed, so it never reads or writes what might still be rolled back). The next session gets
+ * the connection one turn of the event loop later: without it every queued transaction would run in
+ * one turn, holding every other request and timer for all of them, and in that turn the requests that
+ * reached their `BEGIN` join the queue and the group.
+ */
+class SharedConnection {
+  private owner: WriterSession | null = null;
+  private handingOver = false;
+  private readonly waiting: Array<{ session: WriterSession; begins: boolean; grant: () => void }> = [];
+  private group: { openedAt: number; members: Array<{ resolve: () => void; reject: (error: unknown) => void }> } | null = null;
+  private readonly statements = new LRUCache<string, BetterSqlite3.Statement>({ max: PREPARED_STATEMENTS_KEPT });
+  sessions = 0;
+
+  constructor(readonly database: BetterSqlite3.Database) {}
+
   /**
    * The connection as Knex's client sees it, with each SQL text prepared once: Knex prepares every
    * statement it runs, and a statement's native memory is freed only when the garbage collector
    * gets to it, which under a few thousand statements a second let the process grow.
    */
-  const preparingOnce = (connection: BetterSqlite3.Database) => {
-    let cached = statementCaches.get(connection);
-    if (!cached) {
-      const statements = new LRUCache<string, BetterSqlite3.Statement>({ max: PREPARED_STATEMENTS_KEPT });
-      cached = {
-        prepare(sql: string) {
-          let statement = statements.get(sql);
-          if (!statement) {
-            statement = connection.prepare(sql);
-            statements.set(sql, statement);
-          }
-          return statement;
-        },
-      } as Pick<BetterSqlite3.Database, 'prepare'>;
-      statementCaches.set(connection, cached);
+  readonly preparingOnce = {
+    prepare: (sql: string) => {
+      let statement = this.statements.get(sql);
+      if (!statement) {
+        statement = this.database.prepare(sql);
+        this.statements.set(sql, statement);
+      }
+      return statement;
+    },
+  } as Pick<BetterSqlite3.Database, 'prepare'>;
+
+  ownedBy(session: WriterSession): boolean {
+    return this.owner === session;
+  }
+
+  async acquire(session: WriterSession, begins: boolean): Promise<void> {
+    if (this.owner === null && !this.handingOver && this.waiting.length === 0) {
+      this.owner = session;
+      return;
     }
-    return cached;
-  };
+    await new Promise<void>((grant) => this.waiting.push({ session, begins, grant }));
+  }
+
+  release(): void {
+    this.owner = null;
+    if (this.group === null && this.waiting.length === 0) return;
+    this.handingOver = true;
+    setImmediate(() => this.handOver());
+  }
+
+  private handOver(): void {
+    this.handingOver = false;
+    if (this.owner !== null) return;
+    const next = this.waiting.shift();
+    if (this.group) {
+      const full = this.group.members.length >= GROUP_COMMIT_LIMITS.members || Date.now() - this.group.openedAt >= GROUP_COMMIT_LIMITS.ms;
+      if (!next || !next.begins || full) this.commitGroup();
+    }
+    if (next) {
+      this.owner = next.session;
+      next.grant();
+    }
+  }
+
+  /** Opens the group if none is open, and the transaction's savepoint in it. */
+  beginMember(): void {
+    if (!this.group) {
+      this.database.exec('BEGIN');
+      this.group = { openedAt: Date.now(), members: [] };
+    }
+    this.database.exec(`SAVEPOINT ${MEMBER}`);
+  }
+
+  /** Releases the transaction's savepoint; the returned promise settles with the group's commit. */
+  endMember(): Promise<void> {
+    this.database.exec(`RELEASE SAVEPOINT ${MEMBER}`);
+    return new Promise<void>((resolve, reject) => this.group!.members.push({ resolve, reject }));
+  }
+
+  rollbackMember(): void {
+    // Some errors (a full disk, an I/O error) make SQLite roll back the whole transaction, which
+    // `lostGroup` has then dealt with: nothing is left to roll back.
+    if (!this.group || !this.database.inTransaction) return;
+    this.database.exec(`ROLLBACK TO SAVEPOINT ${MEMBER}; RELEASE SAVEPOINT ${MEMBER}`);
+  }
+
+  commitGroup(): void {
+    const group = this.group;
+    if (!group) return;
+    this.group = null;
+    try {
+      this.database.exec('COMMIT');
+    } catch (error) {
+      // Runs from the event loop (handOver), where a throw would end the process.
+      try {
+        if (this.database.inTransaction) this.database.exec('ROLLBACK');
+      } catch {
+        // SQLite has already rolled back what it could not keep.
+      }
+      for (const member of group.members) member.reject(error);
+      return;
+    }
+    for (const member of group.members) member.resolve();
+  }
+
+  /** After a failed statement: if SQLite rolled the whole transaction back, the group's released work is gone too. */
+  lostGroup(error: unknown): void {
+    if (!this.group || this.database.inTransaction) return;
+    const { members } = this.group;
+    this.group = null;
+    for (const member of members) member.reject(error);
+  }
+}
+
+/**
+ * The writer's Knex client on SQLite: better-sqlite3, whose statements run at once on the event
+ * loop instead of each taking a round trip through node-sqlite3's thread pool (a creation's
+ * transaction is a dozen statements on the single writer connection: docs/performance.md). Every
+ * session the pool lends is the same connection, taken in turns, with transactions committed in
+ * groups (`SharedConnection`); `pragmas` run once, when it opens.
+ *
+ * A synchronous driver must never wait for a lock on the event loop, or one wait would stall every
+ * request of the process. So the connection's busy timeout is zero (`pragmas` set it first), and a
+ * statement that finds the database locked is tried again after a pause off the event loop, for up
+ * to `busyTimeoutMs`, which is what SQLite's own busy handler does in place; then it fails with
+ * SQLITE_BUSY (503, as before).
+ */
+export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): ClientClass {
+  let opening: Promise<SharedConnection> | null = null;
+
   return class WaitingBetterSqlite3 extends KnexBetterSqlite3 {
-    override async _query(connection: unknown, query: unknown): Promise<unknown> {
-      // The writer's statements are synchronous, and a transaction that ends hands the connection to
-      // the next one in a promise callback: without a pause, every queued transaction would run in
-      // one turn of the event loop, holding every other request (and timer) for all of them. A turn
-      // before each transaction lets the rest of the process in between.
-      if ((query as { sql?: string }).sql === 'BEGIN;') await new Promise((resolve) => setImmediate(resolve));
+    override async acquireRawConnection(): Promise<WriterSession> {
+      opening ??= (async () => {
+        const database = (await super.acquireRawConnection()) as BetterSqlite3.Database;
+        try {
+          database.exec(pragmas);
+        } catch (error) {
+          database.close();
+          throw error;
+        }
+        return new SharedConnection(database);
+      })();
+      let shared: SharedConnection;
+      try {
+        shared = await opening;
+      } catch (error) {
+        opening = null;
+        throw error;
+      }
+      shared.sessions++;
+      return { database: shared.database, shared };
+    }
+
+    override async destroyRawConnection(session: unknown): Promise<void> {
+      const { shared } = session as WriterSession;
+      if (--shared.sessions > 0) return;
+      shared.commitGroup();
+      opening = null;
+      shared.database.close();
+    }
+
+    override async _query(session: unknown, query: unknown): Promise<unknown> {
+      const { shared: connection } = session as WriterSession;
+      const statement = query as Query;
+      if (statement.sql === 'BEGIN;') {
+        await connection.acquire(session as WriterSession, true);
+        try {
+          connection.beginMember();
+        } catch (error) {
+          connection.release();
+          throw error;
+        }
+        statement.response = [];
+        return statement;
+      }
+      if (!connection.ownedBy(session as WriterSession)) {
+        // A statement outside any transaction: after the open group, in its own transaction.
+        await connection.acquire(session as WriterSession, false);
+        try {
+          connection.commitGroup();
+          return await this.runWaitingForLocks(connection, session as WriterSession, statement);
+        } finally {
+          connection.release();
+        }
+      }
+      if (statement.sql === 'COMMIT;') {
+        let committed: Promise<void>;
+        try {
+          committed = connection.endMember();
+        } catch (error) {
+          connection.lostGroup(error);
+          connection.rollbackMember();
+          connection.release();
+          throw error;
+        }
+        connection.release();
+        await committed;
+        statement.response = [];
+        return statement;
+      }
+      if (statement.sql === 'ROLLBACK') {
+        try {
+          connection.rollbackMember();
+        } finally {
+          connection.release();
+        }
+        statement.response = [];
+        return statement;
+      }
+      try {
+        return await this.runWaitingForLocks(connection, session as WriterSession, statement);
+      } catch (error) {
+        connection.lostGroup(error);
+        throw error;
+      }
+    }
+
+    private async runWaitingForLocks(connection: SharedConnection, session: WriterSession, query: Query): Promise<unknown> {
       const deadline = Date.now() + busyTimeoutMs;
-      // Knex marks the connection with the transaction it is lent to. A statement must not be tried
+      // Knex marks the session with the transaction it is lent to. A statement must not be tried
       // again once that has changed during the pause: its transaction has ended (a sibling statement
       // failed and rolled it back), and the retry would run outside it or inside another one.
-      const transactionAtStart = (connection as KnexConnection).__knexTxId;
+      const transactionAtStart = session.__knexTxId;
       for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
         try {
-          return await super._query(preparingOnce(connection as BetterSqlite3.Database), query);
+          return await super._query(connection.preparingOnce, query);
         } catch (error) {
           if (!isSqliteBusy(error) || Date.now() + pauseMs > deadline) throw error;
           await new Promise((resolve) => setTimeout(resolve, pauseMs));
-          if ((connection as KnexConnection).__knexTxId !== transactionAtStart) throw error;
+          if (session.__knexTxId !== transactionAtStart) throw error;
         }
       }
     }

@@ -27,10 +27,11 @@ describe('the SQLite writer on better-sqlite3', function () {
         max: WRITER_SESSIONS,
         afterCreate(session: WriterSession, done: (error: Error | null, session: unknown) => void) {
           // Every session is the same connection: record its statements once.
-          if (!recording.has(session.database)) {
-            recording.add(session.database);
-            const prepare = session.database.prepare.bind(session.database);
-            session.database.prepare = (sql: string) => {
+          const { database } = session.shared;
+          if (!recording.has(database)) {
+            recording.add(database);
+            const prepare = database.prepare.bind(database);
+            database.prepare = (sql: string) => {
               prepared.push(sql);
               return prepare(sql);
             };

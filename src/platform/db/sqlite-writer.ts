@@ -22,7 +22,6 @@ interface BetterSqlite3Client {
   _query(connection: unknown, query: unknown): Promise<unknown>;
   acquireRawConnection(): Promise<unknown>;
   destroyRawConnection(connection: unknown): Promise<unknown>;
-  connectionSettings: { filename: string };
 }
 type ClientClass = new (config: Knex.Config) => BetterSqlite3Client;
 
@@ -30,7 +29,7 @@ type ClientClass = new (config: Knex.Config) => BetterSqlite3Client;
 const KnexBetterSqlite3 = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as ClientClass;
 
 /** The most transactions one commit carries, and the longest a group stays open (see `SharedConnection`). */
-export const GROUP_COMMIT_LIMITS = { members: 32, ms: 50 };
+const GROUP_COMMIT_LIMITS = { members: 32, ms: 50 };
 
 /**
  * How many sessions Knex's pool may lend at once: a transaction keeps its session from `BEGIN` until
@@ -43,7 +42,6 @@ const MEMBER = 'group_member';
 
 /** What Knex's pool lends: a session on the one connection. Knex marks it with the transaction it is lent to. */
 export interface WriterSession {
-  readonly database: BetterSqlite3.Database;
   readonly shared: SharedConnection;
   __knexTxId?: string;
 }
@@ -58,8 +56,8 @@ interface Query {
  * takes on it.
  *
  * **Group commit.** A creation's transaction writes a few rows to a dozen tables and indexes, and each
- * commit wrote every page it touched to the WAL again: 34 pages (136 KB) per creation, of which under
- * 3 are new data, and a checkpoint copied them into the database file every 30 creations
+ * commit wrote every page it touched to the WAL again: 33.5 pages (134 KB) per creation, of which
+ * under 3 are new data, and a checkpoint copied them into the database file every 30 creations
  * (docs/performance.md). Transactions queued for the writer now commit together: each runs in a
  * savepoint of one open transaction (its `ROLLBACK` rolls back its own work only), and its `COMMIT`
  * releases the savepoint and then waits for the group's commit, so a transaction's promise resolves
@@ -220,7 +218,7 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): Cli
         throw error;
       }
       shared.sessions++;
-      return { database: shared.database, shared };
+      return { shared };
     }
 
     override async destroyRawConnection(session: unknown): Promise<void> {
@@ -231,26 +229,28 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): Cli
       shared.database.close();
     }
 
-    override async _query(session: unknown, query: unknown): Promise<unknown> {
-      const { shared: connection } = session as WriterSession;
+    override async _query(lent: unknown, query: unknown): Promise<unknown> {
+      const session = lent as WriterSession;
+      const connection = session.shared;
       const statement = query as Query;
+      // BEGIN, COMMIT and ROLLBACK become the group's statements: Knex only needs them answered.
+      const answered = () => Object.assign(statement, { response: [] });
       if (statement.sql === 'BEGIN;') {
-        await connection.acquire(session as WriterSession, true);
+        await connection.acquire(session, true);
         try {
           connection.beginMember();
         } catch (error) {
           connection.release();
           throw error;
         }
-        statement.response = [];
-        return statement;
+        return answered();
       }
-      if (!connection.ownedBy(session as WriterSession)) {
+      if (!connection.ownedBy(session)) {
         // A statement outside any transaction: after the open group, in its own transaction.
-        await connection.acquire(session as WriterSession, false);
+        await connection.acquire(session, false);
         try {
           connection.commitGroup();
-          return await this.runWaitingForLocks(connection, session as WriterSession, statement);
+          return await this.runWaitingForLocks(connection, session, statement);
         } finally {
           connection.release();
         }
@@ -267,8 +267,7 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): Cli
         }
         connection.release();
         await committed;
-        statement.response = [];
-        return statement;
+        return answered();
       }
       if (statement.sql === 'ROLLBACK') {
         try {
@@ -276,11 +275,10 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): Cli
         } finally {
           connection.release();
         }
-        statement.response = [];
-        return statement;
+        return answered();
       }
       try {
-        return await this.runWaitingForLocks(connection, session as WriterSession, statement);
+        return await this.runWaitingForLocks(connection, session, statement);
       } catch (error) {
         connection.lostGroup(error);
         throw error;

@@ -181,6 +181,94 @@ describe('the SQLite writer on better-sqlite3', function () {
     assert.deepEqual(committedValues(), [7]);
   });
 
+  it('opens each group with the write lock, so a member that only read leaves the next no stale snapshot', async () => {
+    writer = openWriter(5000);
+    await writer('t').insert({ a: 0 });
+    otherProcess.pragma('busy_timeout = 0');
+    let anotherProcessWrote: boolean | undefined;
+    const outcomes = await Promise.allSettled([
+      writer.transaction(async (trx) => trx('t').select()),
+      writer.transaction(async (trx) => {
+        // Between the two members of one group, as the operator's CLI might.
+        try {
+          otherProcess.exec('insert into t values (99)');
+          anotherProcessWrote = true;
+        } catch (error) {
+          if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+          anotherProcessWrote = false;
+        }
+        await trx('t').insert({ a: 1 });
+      }),
+    ]);
+    assert.deepEqual(
+      outcomes.map((outcome) => (outcome.status === 'rejected' ? String(outcome.reason) : outcome.status)),
+      ['fulfilled', 'fulfilled'],
+    );
+    assert.equal(anotherProcessWrote, false, 'another process wrote while the group was open');
+    assert.deepEqual(committedValues(), [0, 1]);
+  });
+
+  for (const [what, meanwhile] of [
+    ['a statement outside the transaction', (db: Knex) => db('t').count()],
+    ['a nested transaction', (db: Knex) => db.transaction((inner) => inner('t').insert({ a: 9 }))],
+  ] as const) {
+    it(`ends in 503 the wait of ${what} begun inside a transaction, which waits for itself, and goes on`, async () => {
+      writer = openWriter(300);
+      const started = Date.now();
+      await assert.rejects(
+        writer.transaction(async (trx) => {
+          await trx('t').insert({ a: 1 });
+          await meanwhile(writer);
+        }),
+        (error: Error) => error.name === 'KnexTimeoutError' && isDatabaseUnavailable(error),
+      );
+      assert.ok(Date.now() - started < 5000, `failed after ${Date.now() - started} ms`);
+      await writer.transaction((trx) => trx('t').insert({ a: 2 }));
+      assert.deepEqual(committedValues(), [2]);
+    });
+  }
+
+  describe('when SQLite rolls the whole transaction back (a full disk, an I/O error)', () => {
+    beforeEach(() => {
+      otherProcess.exec(
+        "create table lender_rows (who text); create trigger disk_full before insert on lender_rows when new.who = 'lender-B' begin select raise(rollback, 'simulated full disk'); end",
+      );
+    });
+    const committedRows = () => otherProcess.prepare('select who from lender_rows').all();
+
+    it('fails each member of the group with its own error, carrying no other member’s values', async () => {
+      writer = openWriter(5000);
+      const outcomes = await Promise.allSettled([
+        writer.transaction((trx) => trx('lender_rows').insert({ who: 'lender-A' })),
+        writer.transaction((trx) => trx('lender_rows').insert({ who: 'lender-B' })),
+      ]);
+      const [a, b] = outcomes.map((outcome) => (outcome.status === 'rejected' ? (outcome.reason as Error) : null));
+      assert.ok(a && b, 'both transactions fail');
+      assert.notEqual(a, b);
+      assert.match(a.message, /simulated full disk/);
+      assert.doesNotMatch(a.message, /lender-B/);
+      assert.match(b.message, /lender-B/);
+      assert.deepEqual(committedRows(), []);
+    });
+
+    it('refuses what the transaction writes after catching that error, instead of committing it on its own', async () => {
+      writer = openWriter(5000);
+      await assert.rejects(
+        writer.transaction(async (trx) => {
+          await trx('lender_rows').insert({ who: 'lender-A' });
+          await trx('lender_rows')
+            .insert({ who: 'lender-B' })
+            .catch(() => undefined);
+          await trx('lender_rows').insert({ who: 'after the error' });
+        }),
+        /rolled back by an earlier error/,
+      );
+      assert.deepEqual(committedRows(), []);
+      await writer.transaction((trx) => trx('lender_rows').insert({ who: 'next' }));
+      assert.deepEqual(committedRows(), [{ who: 'next' }]);
+    });
+  });
+
   it('prepares each SQL text once and runs it again with new values', async () => {
     writer = openWriter(5000);
     for (let a = 1; a <= 20; a++) await writer('t').insert({ a });

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
-import type BetterSqlite3 from 'better-sqlite3';
-import type { Knex } from 'knex';
+import BetterSqlite3 from 'better-sqlite3';
+import knex, { type Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
 
 /** Distinct SQL texts kept prepared per writer connection (Knex's statements repeat; multi-row inserts vary by row count). */
@@ -49,6 +49,16 @@ export interface WriterSession {
 interface Query {
   sql: string;
   response?: unknown;
+}
+
+/**
+ * The error each member of a lost group is rejected with: its own object, since Knex prefixes the
+ * message of the error a statement fails with by that statement's SQL and values, and one object
+ * shared by the group would carry one lender's values into another's error and log.
+ */
+function copyForMember(error: unknown): Error {
+  const { message, code } = error as { message?: unknown; code?: unknown };
+  return new BetterSqlite3.SqliteError(String(message ?? error), typeof code === 'string' ? code : 'SQLITE_ERROR');
 }
 
 /**
@@ -103,12 +113,34 @@ class SharedConnection {
     return this.owner === session;
   }
 
-  async acquire(session: WriterSession, begins: boolean): Promise<void> {
+  /**
+   * Waits for the session's turn, for at most `limitMs`. A turn waits only for transactions ahead of
+   * it, which take milliseconds, unless one of them waits for this session itself: a statement on
+   * another session issued from inside an open transaction (the non-transaction Knex, or a nested
+   * `knex.transaction()`) would otherwise wait for ever, and the writer with it. Like Knex's own
+   * pool, the wait then ends in a `KnexTimeoutError` (503), the transaction fails, and the
+   * connection goes on.
+   */
+  async acquire(session: WriterSession, begins: boolean, limitMs: number): Promise<void> {
     if (this.owner === null && !this.handingOver && this.waiting.length === 0) {
       this.owner = session;
       return;
     }
-    await new Promise<void>((grant) => this.waiting.push({ session, begins, grant }));
+    await new Promise<void>((granted, refused) => {
+      const timer = setTimeout(() => {
+        this.waiting.splice(this.waiting.indexOf(entry), 1);
+        refused(new knex.KnexTimeoutError(`Knex: Timeout waiting ${limitMs} ms for the SQLite writer's connection, held by another transaction`));
+      }, limitMs);
+      const entry = {
+        session,
+        begins,
+        grant: () => {
+          clearTimeout(timer);
+          granted();
+        },
+      };
+      this.waiting.push(entry);
+    });
   }
 
   release(): void {
@@ -132,13 +164,26 @@ class SharedConnection {
     }
   }
 
-  /** Opens the group if none is open, and the transaction's savepoint in it. */
+  /**
+   * Opens the group if none is open, and the transaction's savepoint in it. The group takes the
+   * write lock as it opens (`IMMEDIATE`): opened by a deferred `BEGIN`, a group whose first member
+   * only read would keep that member's snapshot, and a later member's first write would fail with
+   * SQLITE_BUSY_SNAPSHOT whenever another process (the operator's CLI) had committed in between.
+   */
   beginMember(): void {
     if (!this.group) {
-      this.database.exec('BEGIN');
+      // A transaction left open without a group (a failed ROLLBACK after a failed group commit) has
+      // no owner: what it holds is already reported lost.
+      if (this.database.inTransaction) this.database.exec('ROLLBACK');
+      this.database.exec('BEGIN IMMEDIATE');
       this.group = { openedAt: Date.now(), members: [] };
     }
     this.database.exec(`SAVEPOINT ${MEMBER}`);
+  }
+
+  /** Whether the transaction the owning session began is still there: SQLite rolls it all back on some errors. */
+  get memberAlive(): boolean {
+    return this.database.inTransaction;
   }
 
   /** Releases the transaction's savepoint; the returned promise settles with the group's commit. */
@@ -167,7 +212,7 @@ class SharedConnection {
       } catch {
         // SQLite has already rolled back what it could not keep.
       }
-      for (const member of group.members) member.reject(error);
+      for (const member of group.members) member.reject(copyForMember(error));
       return;
     }
     for (const member of group.members) member.resolve();
@@ -178,7 +223,7 @@ class SharedConnection {
     if (!this.group || this.database.inTransaction) return;
     const { members } = this.group;
     this.group = null;
-    for (const member of members) member.reject(error);
+    for (const member of members) member.reject(copyForMember(error));
   }
 }
 
@@ -236,9 +281,9 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): Cli
       // BEGIN, COMMIT and ROLLBACK become the group's statements: Knex only needs them answered.
       const answered = () => Object.assign(statement, { response: [] });
       if (statement.sql === 'BEGIN;') {
-        await connection.acquire(session, true);
+        await connection.acquire(session, true, busyTimeoutMs);
         try {
-          connection.beginMember();
+          await this.waitingForLocks(session, () => connection.beginMember());
         } catch (error) {
           connection.release();
           throw error;
@@ -247,7 +292,7 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): Cli
       }
       if (!connection.ownedBy(session)) {
         // A statement outside any transaction: after the open group, in its own transaction.
-        await connection.acquire(session, false);
+        await connection.acquire(session, false, busyTimeoutMs);
         try {
           connection.commitGroup();
           return await this.runWaitingForLocks(connection, session, statement);
@@ -277,6 +322,11 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): Cli
         }
         return answered();
       }
+      // The transaction caught an error with which SQLite rolled it all back, and went on: what it
+      // writes now would commit on its own, outside any transaction.
+      if (!connection.memberAlive) {
+        throw new BetterSqlite3.SqliteError('this transaction was rolled back by an earlier error and cannot go on', 'SQLITE_ABORT');
+      }
       try {
         return await this.runWaitingForLocks(connection, session, statement);
       } catch (error) {
@@ -285,17 +335,25 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): Cli
       }
     }
 
-    private async runWaitingForLocks(connection: SharedConnection, session: WriterSession, query: Query): Promise<unknown> {
+    private runWaitingForLocks(connection: SharedConnection, session: WriterSession, query: Query): Promise<unknown> {
+      return this.waitingForLocks(session, () => super._query(connection.preparingOnce, query));
+    }
+
+    /** Runs `step`, and again after a pause off the event loop while it finds the database locked, for up to `busyTimeoutMs`. */
+    private async waitingForLocks<T>(session: WriterSession, step: () => T | Promise<T>): Promise<T> {
       const deadline = Date.now() + busyTimeoutMs;
       // Knex marks the session with the transaction it is lent to. A statement must not be tried
       // again once that has changed during the pause: its transaction has ended (a sibling statement
-      // failed and rolled it back), and the retry would run outside it or inside another one.
+      // failed and rolled it back), and the retry would run outside it or inside another one. Nor
+      // once SQLite has rolled back the transaction it ran in.
       const transactionAtStart = session.__knexTxId;
+      const inTransactionAtStart = session.shared.database.inTransaction;
       for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
         try {
-          return await super._query(connection.preparingOnce, query);
+          return await step();
         } catch (error) {
           if (!isSqliteBusy(error) || Date.now() + pauseMs > deadline) throw error;
+          if (session.shared.database.inTransaction !== inTransactionAtStart) throw error;
           await new Promise((resolve) => setTimeout(resolve, pauseMs));
           if (session.__knexTxId !== transactionAtStart) throw error;
         }

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import type { Knex } from 'knex';
 import { chunks } from '../platform/db/chunks.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
@@ -22,11 +23,30 @@ interface MemberRow {
   lender_id: string;
   product_type: string;
   buckets: string;
+  shard: number;
 }
+
+/**
+ * How many rows each counter is split into on PostgreSQL. Every completed tape of a product type
+ * adds one to the same bucket rows, and an upsert holds its row's lock until its transaction
+ * commits: with one row per counter, creations ran one at a time whatever the pool's size
+ * (docs/performance.md). A transaction counts in one shard, chosen at random, so few of them meet:
+ * 4, 8, 16 and 64 shards measured the same creation rate with one process's pool of 10, and a
+ * cohort's read sums the shards, so it costs more with each. SQLite has one writer and no row locks,
+ * so there a counter keeps one row.
+ */
+export const COUNTER_SHARDS = 8;
 
 /** The only code that reads or writes the benchmark aggregates. */
 export class BenchmarksRepository {
-  constructor(private readonly knex: Knex) {}
+  private readonly shards: number;
+
+  constructor(
+    private readonly knex: Knex,
+    shards?: number,
+  ) {
+    this.shards = shards ?? ((knex.client as Knex.Client).config.client === 'pg' ? COUNTER_SHARDS : 1);
+  }
 
   /** Counts the tape in its cohort, in place of what it counted as before (a tape scored again). */
   async record(unit: UnitOfWork, member: Member): Promise<void> {
@@ -61,18 +81,22 @@ export class BenchmarksRepository {
     return rows.map((r) => ({ verificationId: r.id, lenderId: r.lender_id, tape: r.tape }));
   }
 
-  /** The cohort of a product type: a few hundred bucket rows and one row per lender, however many tapes it holds. */
+  /** The cohort of a product type: a few hundred bucket rows and one row per lender, each in up to `shards` rows, however many tapes it holds. */
   async cohort(productType: string): Promise<Cohort> {
-    const lenders = await this.knex('benchmark_lenders')
+    const lendersWithTapes = this.knex('benchmark_lender_shards')
       .where({ product_type: productType })
-      .andWhere('tapes', '>', 0)
-      .count<{ lenders: number | string }>({ lenders: '*' })
-      .sum<{ tapes: number | string | null }>({ tapes: 'tapes' })
-      .first();
-    const rows = await this.knex<{ product_type: string; metric: BenchmarkMetricName; bucket: number; tapes: number }>('benchmark_buckets')
+      .groupBy('lender_id')
+      .havingRaw('sum(tapes) > 0')
+      .select('lender_id')
+      .sum({ tapes: 'tapes' });
+    const lenders = (await this.knex.from(lendersWithTapes.as('lenders')).count({ lenders: '*' }).sum({ tapes: 'tapes' }).first()) as
+      { lenders: number | string; tapes: number | string | null } | undefined;
+    const rows: Array<{ metric: BenchmarkMetricName; bucket: number | string; tapes: number | string }> = await this.knex('benchmark_bucket_shards')
       .where({ product_type: productType })
-      .andWhere('tapes', '>', 0)
-      .select('metric', 'bucket', 'tapes');
+      .groupBy('metric', 'bucket')
+      .havingRaw('sum(tapes) > 0')
+      .select('metric', 'bucket')
+      .sum({ tapes: 'tapes' });
     const distributions: Partial<Record<BenchmarkMetricName, { counts: Map<number, number>; total: number }>> = {};
     for (const row of rows) {
       const distribution = (distributions[row.metric] ??= { counts: new Map(), total: 0 });
@@ -87,11 +111,18 @@ export class BenchmarksRepository {
    * first) is left as it is. Returns how many it counted.
    */
   private async add(trx: Knex, candidates: Member[]): Promise<number> {
+    const shard = randomInt(this.shards);
     const inserted = new Set<string>();
     for (const chunk of chunks(candidates, 200)) {
       const rows = await trx('benchmark_members')
         .insert(
-          chunk.map((m) => ({ verification_id: m.verificationId, lender_id: m.lenderId, product_type: m.productType, buckets: JSON.stringify(m.buckets) })),
+          chunk.map((m) => ({
+            verification_id: m.verificationId,
+            lender_id: m.lenderId,
+            product_type: m.productType,
+            buckets: JSON.stringify(m.buckets),
+            shard,
+          })),
         )
         .onConflict('verification_id')
         .ignore()
@@ -116,16 +147,16 @@ export class BenchmarksRepository {
     }
     // One upsert for many counters (chunked under SQLite's limit of bound values), not one per counter.
     for (const chunk of chunks([...buckets.values()], 200)) {
-      await trx('benchmark_buckets')
-        .insert(chunk.map((b) => ({ product_type: b.productType, metric: b.metric, bucket: b.bucket, tapes: b.tapes })))
-        .onConflict(['product_type', 'metric', 'bucket'])
-        .merge({ tapes: trx.raw('benchmark_buckets.tapes + excluded.tapes') });
+      await trx('benchmark_bucket_shards')
+        .insert(chunk.map((b) => ({ product_type: b.productType, metric: b.metric, bucket: b.bucket, shard, tapes: b.tapes })))
+        .onConflict(['product_type', 'metric', 'bucket', 'shard'])
+        .merge({ tapes: trx.raw('benchmark_bucket_shards.tapes + excluded.tapes') });
     }
     for (const chunk of chunks([...lenders.values()], 200)) {
-      await trx('benchmark_lenders')
-        .insert(chunk.map((l) => ({ product_type: l.productType, lender_id: l.lenderId, tapes: l.tapes })))
-        .onConflict(['product_type', 'lender_id'])
-        .merge({ tapes: trx.raw('benchmark_lenders.tapes + excluded.tapes') });
+      await trx('benchmark_lender_shards')
+        .insert(chunk.map((l) => ({ product_type: l.productType, lender_id: l.lenderId, shard, tapes: l.tapes })))
+        .onConflict(['product_type', 'lender_id', 'shard'])
+        .merge({ tapes: trx.raw('benchmark_lender_shards.tapes + excluded.tapes') });
     }
     return members.length;
   }
@@ -137,9 +168,9 @@ export class BenchmarksRepository {
     for (const member of members) {
       const buckets = JSON.parse(member.buckets) as Record<string, number>;
       for (const [metric, bucket] of Object.entries(buckets)) {
-        await trx('benchmark_buckets').where({ product_type: member.product_type, metric, bucket }).decrement('tapes', 1);
+        await trx('benchmark_bucket_shards').where({ product_type: member.product_type, metric, bucket, shard: member.shard }).decrement('tapes', 1);
       }
-      await trx('benchmark_lenders').where({ product_type: member.product_type, lender_id: member.lender_id }).decrement('tapes', 1);
+      await trx('benchmark_lender_shards').where({ product_type: member.product_type, lender_id: member.lender_id, shard: member.shard }).decrement('tapes', 1);
     }
     await trx('benchmark_members').whereIn('verification_id', verificationIds).delete();
   }

@@ -3,8 +3,9 @@ import { readFileSync } from 'node:fs';
 import { buildReferencePopulation, REFERENCE_POPULATION_FILE, serialise } from '../../scripts/reference-population.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { openDatabase, type Database } from '../platform/db/database.ts';
+import { migrations } from '../platform/db/migrations/index.ts';
 import { inUnitOfWork } from '../platform/db/unit-of-work.ts';
-import { BenchmarksRepository, type Member } from './benchmarks-repository.ts';
+import { BenchmarksRepository, COUNTER_SHARDS, type Member } from './benchmarks-repository.ts';
 import { COHORT_FLOOR, countUncountedTapes, peerBenchmark, loadReferencePopulation } from './peer-benchmark.ts';
 import { BUCKET_EDGES, bucketOf, percentileOf, quantile } from './scales.ts';
 
@@ -135,6 +136,45 @@ for (const factory of testDatabases()) {
       assert.equal(rescored.tapes, 25);
       assert.equal(rescored.distributions.platform_hhi!.total, 25);
       assert.equal(rescored.distributions.platform_hhi!.counts.get(bucketOf('platform_hhi', 0.9)), 1);
+    });
+
+    it('counts each tape in a shard of its counters, and a cohort sums the shards', async () => {
+      const cohort = await members(60, 5);
+      // Sharded on either database (SQLite keeps one shard in the service).
+      repository = new BenchmarksRepository(db.knex, COUNTER_SHARDS);
+      // One unit of work each, as creations count: each picks its shard.
+      for (const member of cohort) await inUnitOfWork(db.knex, (unit) => repository.record(unit, member));
+      const shardsUsed = await db.knex('benchmark_bucket_shards').where({ product_type: 'rbf' }).countDistinct<{ n: number | string }[]>({ n: 'shard' });
+      assert.ok(Number(shardsUsed[0]!.n) > 1, 'sixty tapes all counted in one shard');
+      const counted = await repository.cohort('rbf');
+      assert.deepEqual([counted.tapes, counted.lenders, counted.distributions.platform_hhi!.total], [60, 5, 60]);
+      // A lender whose tapes are all erased is no longer a peer, whichever shards held them.
+      await inUnitOfWork(db.knex, (unit) =>
+        repository.erase(
+          unit,
+          cohort.filter((m) => m.lenderId === 'lnd_bench0').map((m) => m.verificationId),
+        ),
+      );
+      await inUnitOfWork(db.knex, (unit) => repository.record(unit, { ...cohort[1]!, buckets: { platform_hhi: bucketOf('platform_hhi', 0.9) } }));
+      const after = await repository.cohort('rbf');
+      assert.deepEqual([after.tapes, after.lenders, after.distributions.platform_hhi!.total], [48, 4, 48]);
+      assert.equal(after.distributions.platform_hhi!.counts.get(bucketOf('platform_hhi', 0.9)), 1);
+      assert.equal(after.distributions.platform_hhi!.counts.get(bucketOf('platform_hhi', 0.5)), 47);
+    });
+
+    it('keeps its counts through the sharding migration, down and up again, and takes a tape out after it', async () => {
+      const cohort = await members(30, 3);
+      repository = new BenchmarksRepository(db.knex, COUNTER_SHARDS);
+      for (const member of cohort) await inUnitOfWork(db.knex, (unit) => repository.record(unit, member));
+      await db.knex.migrate.down({ migrationSource: migrations });
+      assert.deepEqual(await db.knex('benchmark_buckets').where({ product_type: 'rbf', metric: 'platform_hhi' }).select('bucket', 'tapes'), [
+        { bucket: bucketOf('platform_hhi', 0.5), tapes: 30 },
+      ]);
+      await db.migrate();
+      assert.equal((await repository.cohort('rbf')).tapes, 30);
+      await inUnitOfWork(db.knex, (unit) => repository.erase(unit, [cohort[0]!.verificationId]));
+      const after = await repository.cohort('rbf');
+      assert.deepEqual([after.tapes, after.distributions.platform_hhi!.total], [29, 29]);
     });
   });
 }

@@ -33,9 +33,18 @@ interface MemberRow {
  * (docs/performance.md). A transaction counts in one shard, chosen at random, so few of them meet:
  * 4, 8, 16 and 64 shards measured the same creation rate with one process's pool of 10, and a
  * cohort's read sums the shards, so it costs more with each. SQLite has one writer and no row locks,
- * so there a counter keeps one row.
+ * so there a counter keeps one row. Shard 0 is the original tables, which the version before
+ * migration 018 reads and writes alone (a rolling deploy runs both); the others are rows of the
+ * shard tables.
  */
 export const COUNTER_SHARDS = 8;
+
+/** Where a shard's counters live (shard 0: the original tables, migration 018). */
+function counterTables(shard: number) {
+  return shard === 0
+    ? { buckets: 'benchmark_buckets', lenders: 'benchmark_lenders', shardColumn: {}, shardKey: [] }
+    : { buckets: 'benchmark_bucket_shards', lenders: 'benchmark_lender_shards', shardColumn: { shard }, shardKey: ['shard'] };
+}
 
 /** The only code that reads or writes the benchmark aggregates. */
 export class BenchmarksRepository {
@@ -52,10 +61,19 @@ export class BenchmarksRepository {
   async record(unit: UnitOfWork, member: Member): Promise<void> {
     const trx = transactionOf(unit);
     // A first tape (every creation) is counted by the add alone, without first looking for a count
-    // to take back; only a tape counted before meets its own member row and is replaced.
+    // to take back; only a tape counted before meets its own member row and is replaced, in the
+    // shard it was counted in: moved to another, two tapes re-scored at once could each hold rows
+    // of the shard the other moves to, and PostgreSQL would abort one as a deadlock.
     if ((await this.add(trx, [member])) === 1) return;
-    await this.remove(trx, [member.verificationId]);
-    await this.add(trx, [member]);
+    const [counted] = await trx<MemberRow>('benchmark_members').where({ verification_id: member.verificationId });
+    if (!counted) return;
+    const changes = new CounterChanges();
+    changes.count(counted, -1);
+    changes.count({ ...counted, lender_id: member.lenderId, product_type: member.productType, buckets: JSON.stringify(member.buckets) }, +1);
+    await changes.apply(trx);
+    await trx('benchmark_members')
+      .where({ verification_id: member.verificationId })
+      .update({ lender_id: member.lenderId, product_type: member.productType, buckets: JSON.stringify(member.buckets) });
   }
 
   /** Takes erased tapes out of their cohorts. */
@@ -83,16 +101,29 @@ export class BenchmarksRepository {
 
   /** The cohort of a product type: a few hundred bucket rows and one row per lender, each in up to `shards` rows, however many tapes it holds. */
   async cohort(productType: string): Promise<Cohort> {
-    const lendersWithTapes = this.knex('benchmark_lender_shards')
-      .where({ product_type: productType })
+    const everyShard = (columns: string[], table: 'buckets' | 'lenders') =>
+      this.knex
+        .select(...columns, 'tapes')
+        .from(counterTables(0)[table])
+        .where({ product_type: productType })
+        .unionAll(
+          (shards) =>
+            void shards
+              .select(...columns, 'tapes')
+              .from(counterTables(1)[table])
+              .where({ product_type: productType }),
+        )
+        .as('counters');
+    const lendersWithTapes = this.knex
+      .from(everyShard(['lender_id'], 'lenders'))
       .groupBy('lender_id')
       .havingRaw('sum(tapes) > 0')
       .select('lender_id')
       .sum({ tapes: 'tapes' });
     const lenders = (await this.knex.from(lendersWithTapes.as('lenders')).count({ lenders: '*' }).sum({ tapes: 'tapes' }).first()) as
       { lenders: number | string; tapes: number | string | null } | undefined;
-    const rows: Array<{ metric: BenchmarkMetricName; bucket: number | string; tapes: number | string }> = await this.knex('benchmark_bucket_shards')
-      .where({ product_type: productType })
+    const rows: Array<{ metric: BenchmarkMetricName; bucket: number | string; tapes: number | string }> = await this.knex
+      .from(everyShard(['metric', 'bucket'], 'buckets'))
       .groupBy('metric', 'bucket')
       .havingRaw('sum(tapes) > 0')
       .select('metric', 'bucket')
@@ -107,11 +138,10 @@ export class BenchmarksRepository {
   }
 
   /**
-   * Counts the members not counted yet; one already counted (another process's catch-up got there
-   * first) is left as it is. Returns how many it counted.
+   * Counts the members not counted yet, in `shard`; one already counted (another process's catch-up
+   * got there first) is left as it is. Returns how many it counted.
    */
-  private async add(trx: Knex, candidates: Member[]): Promise<number> {
-    const shard = randomInt(this.shards);
+  private async add(trx: Knex, candidates: Member[], shard = randomInt(this.shards)): Promise<number> {
     const inserted = new Set<string>();
     for (const chunk of chunks(candidates, 200)) {
       const rows = await trx('benchmark_members')
@@ -135,7 +165,7 @@ export class BenchmarksRepository {
     const lenders = new Map<string, { productType: string; lenderId: string; tapes: number }>();
     for (const member of members) {
       for (const [metric, bucket] of Object.entries(member.buckets)) {
-        const key = `${member.productType}\u0000${metric}\u0000${bucket}`;
+        const key = `${member.productType}\u0000${metric}\u0000${String(bucket).padStart(6, '0')}`;
         const entry = buckets.get(key) ?? { productType: member.productType, metric, bucket, tapes: 0 };
         entry.tapes++;
         buckets.set(key, entry);
@@ -145,33 +175,78 @@ export class BenchmarksRepository {
       lender.tapes++;
       lenders.set(lenderKey, lender);
     }
-    // One upsert for many counters (chunked under SQLite's limit of bound values), not one per counter.
-    for (const chunk of chunks([...buckets.values()], 200)) {
-      await trx('benchmark_bucket_shards')
-        .insert(chunk.map((b) => ({ product_type: b.productType, metric: b.metric, bucket: b.bucket, shard, tapes: b.tapes })))
-        .onConflict(['product_type', 'metric', 'bucket', 'shard'])
-        .merge({ tapes: trx.raw('benchmark_bucket_shards.tapes + excluded.tapes') });
+    // In key order, so that transactions counting in one shard lock its rows in the same order
+    // (CounterChanges). One upsert for many counters (chunked under SQLite's limit of bound values).
+    const inKeyOrder = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, value]) => value);
+    const { buckets: bucketTable, lenders: lenderTable, shardColumn, shardKey } = counterTables(shard);
+    for (const chunk of chunks(inKeyOrder(buckets), 200)) {
+      await trx(bucketTable)
+        .insert(chunk.map((b) => ({ product_type: b.productType, metric: b.metric, bucket: b.bucket, ...shardColumn, tapes: b.tapes })))
+        .onConflict(['product_type', 'metric', 'bucket', ...shardKey])
+        .merge({ tapes: trx.raw('??.tapes + excluded.tapes', [bucketTable]) });
     }
-    for (const chunk of chunks([...lenders.values()], 200)) {
-      await trx('benchmark_lender_shards')
-        .insert(chunk.map((l) => ({ product_type: l.productType, lender_id: l.lenderId, shard, tapes: l.tapes })))
-        .onConflict(['product_type', 'lender_id', 'shard'])
-        .merge({ tapes: trx.raw('benchmark_lender_shards.tapes + excluded.tapes') });
+    for (const chunk of chunks(inKeyOrder(lenders), 200)) {
+      await trx(lenderTable)
+        .insert(chunk.map((l) => ({ product_type: l.productType, lender_id: l.lenderId, ...shardColumn, tapes: l.tapes })))
+        .onConflict(['product_type', 'lender_id', ...shardKey])
+        .merge({ tapes: trx.raw('??.tapes + excluded.tapes', [lenderTable]) });
     }
     return members.length;
   }
 
+  /** Takes the members out of the shards they were counted in. */
   private async remove(trx: Knex, verificationIds: string[]): Promise<void> {
     if (verificationIds.length === 0) return;
     const members = await trx<MemberRow>('benchmark_members').whereIn('verification_id', verificationIds);
     if (members.length === 0) return;
-    for (const member of members) {
-      const buckets = JSON.parse(member.buckets) as Record<string, number>;
-      for (const [metric, bucket] of Object.entries(buckets)) {
-        await trx('benchmark_bucket_shards').where({ product_type: member.product_type, metric, bucket, shard: member.shard }).decrement('tapes', 1);
-      }
-      await trx('benchmark_lender_shards').where({ product_type: member.product_type, lender_id: member.lender_id, shard: member.shard }).decrement('tapes', 1);
-    }
+    const changes = new CounterChanges();
+    for (const member of members) changes.count(member, -1);
+    await changes.apply(trx);
     await trx('benchmark_members').whereIn('verification_id', verificationIds).delete();
+  }
+}
+
+/**
+ * Changes to counters, made in one pass in the order of their keys (shard, then the bucket rows, then
+ * the lender rows), as `add` counts: on PostgreSQL each change holds its row's lock until commit, and
+ * two transactions that took the same rows in different orders (two tapes re-scored at once, one
+ * from bucket p to q and the other from q to p) would each wait for the other until PostgreSQL
+ * aborted one as a deadlock.
+ */
+class CounterChanges {
+  private readonly changes = new Map<string, { shard: number; kind: 'buckets' | 'lenders'; row: Record<string, string | number>; delta: number }>();
+
+  /** Adds `delta` to every counter the member counts in: its buckets and its lender, in its shard. */
+  count(member: Pick<MemberRow, 'lender_id' | 'product_type' | 'buckets' | 'shard'>, delta: number): void {
+    const shard = Number(member.shard);
+    for (const [metric, bucket] of Object.entries(JSON.parse(member.buckets) as Record<string, number>)) {
+      this.change(shard, 'buckets', `${metric}\u0000${String(bucket).padStart(6, '0')}`, { product_type: member.product_type, metric, bucket }, delta);
+    }
+    this.change(shard, 'lenders', member.lender_id, { product_type: member.product_type, lender_id: member.lender_id }, delta);
+  }
+
+  private change(shard: number, kind: 'buckets' | 'lenders', name: string, row: Record<string, string | number>, delta: number): void {
+    const key = `${String(shard).padStart(4, '0')}\u0000${kind}\u0000${String(row.product_type)}\u0000${name}`;
+    const existing = this.changes.get(key);
+    if (existing) existing.delta += delta;
+    else this.changes.set(key, { shard, kind, row, delta });
+  }
+
+  async apply(trx: Knex): Promise<void> {
+    for (const [, { shard, kind, row, delta }] of [...this.changes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      if (delta === 0) continue;
+      const tables = counterTables(shard);
+      const table = tables[kind];
+      if (delta < 0) {
+        await trx(table)
+          .where({ ...row, ...tables.shardColumn })
+          .decrement('tapes', -delta);
+      } else {
+        await trx(table)
+          .insert({ ...row, ...tables.shardColumn, tapes: delta })
+          .onConflict([...Object.keys(row), ...tables.shardKey])
+          .merge({ tapes: trx.raw('??.tapes + excluded.tapes', [table]) });
+      }
+    }
   }
 }

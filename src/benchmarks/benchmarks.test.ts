@@ -138,16 +138,37 @@ for (const factory of testDatabases()) {
       assert.equal(rescored.distributions.platform_hhi!.counts.get(bucketOf('platform_hhi', 0.9)), 1);
     });
 
-    it('counts each tape in a shard of its counters, and a cohort sums the shards', async () => {
+    /** Each counter row of every shard ("shard metric bucket" → tapes), and what the member rows say they should hold. */
+    const shardCounts = async () => {
+      const rows = [
+        ...(await db.knex('benchmark_buckets').select('metric', 'bucket', 'tapes')).map((row: object) => ({ ...row, shard: 0 })),
+        ...(await db.knex('benchmark_bucket_shards').select('metric', 'bucket', 'tapes', 'shard')),
+      ] as Array<{ metric: string; bucket: number; tapes: number; shard: number }>;
+      const stored = Object.fromEntries(
+        rows.filter((row) => Number(row.tapes) !== 0).map((row) => [`${row.shard} ${row.metric} ${row.bucket}`, Number(row.tapes)]),
+      );
+      const expected: Record<string, number> = {};
+      for (const member of await db.knex('benchmark_members').select<Array<{ shard: number; buckets: string }>>('shard', 'buckets')) {
+        for (const [metric, bucket] of Object.entries(JSON.parse(member.buckets) as Record<string, number>)) {
+          const key = `${member.shard} ${metric} ${bucket}`;
+          expected[key] = (expected[key] ?? 0) + 1;
+        }
+      }
+      return { stored, expected, negative: rows.filter((row) => Number(row.tapes) < 0) };
+    };
+    const shardOf = async (verificationId: string) =>
+      Number((await db.knex('benchmark_members').where({ verification_id: verificationId }).first('shard')).shard);
+
+    it('counts each tape in a shard of its counters, takes it out of that shard, and a cohort sums the shards', async () => {
       const cohort = await members(60, 5);
       // Sharded on either database (SQLite keeps one shard in the service).
       repository = new BenchmarksRepository(db.knex, COUNTER_SHARDS);
       // One unit of work each, as creations count: each picks its shard.
       for (const member of cohort) await inUnitOfWork(db.knex, (unit) => repository.record(unit, member));
-      const shardsUsed = await db.knex('benchmark_bucket_shards').where({ product_type: 'rbf' }).countDistinct<{ n: number | string }[]>({ n: 'shard' });
-      assert.ok(Number(shardsUsed[0]!.n) > 1, 'sixty tapes all counted in one shard');
-      const counted = await repository.cohort('rbf');
-      assert.deepEqual([counted.tapes, counted.lenders, counted.distributions.platform_hhi!.total], [60, 5, 60]);
+      const counted = await shardCounts();
+      assert.ok(Object.keys(counted.stored).length > 1, 'sixty tapes all counted in one shard');
+      assert.deepEqual(counted.stored, counted.expected);
+      assert.deepEqual([(await repository.cohort('rbf')).tapes, (await repository.cohort('rbf')).lenders], [60, 5]);
       // A lender whose tapes are all erased is no longer a peer, whichever shards held them.
       await inUnitOfWork(db.knex, (unit) =>
         repository.erase(
@@ -155,11 +176,71 @@ for (const factory of testDatabases()) {
           cohort.filter((m) => m.lenderId === 'lnd_bench0').map((m) => m.verificationId),
         ),
       );
-      await inUnitOfWork(db.knex, (unit) => repository.record(unit, { ...cohort[1]!, buckets: { platform_hhi: bucketOf('platform_hhi', 0.9) } }));
+      // Scored again: counted again in the shard it was in.
+      const rescored = cohort[1]!;
+      const shardBefore = await shardOf(rescored.verificationId);
+      await inUnitOfWork(db.knex, (unit) => repository.record(unit, { ...rescored, buckets: { platform_hhi: bucketOf('platform_hhi', 0.9) } }));
+      assert.equal(await shardOf(rescored.verificationId), shardBefore);
+      const left = await shardCounts();
+      assert.deepEqual(left.stored, left.expected);
+      assert.deepEqual(left.negative, []);
       const after = await repository.cohort('rbf');
       assert.deepEqual([after.tapes, after.lenders, after.distributions.platform_hhi!.total], [48, 4, 48]);
       assert.equal(after.distributions.platform_hhi!.counts.get(bucketOf('platform_hhi', 0.9)), 1);
       assert.equal(after.distributions.platform_hhi!.counts.get(bucketOf('platform_hhi', 0.5)), 47);
+    });
+
+    it('re-scores tapes at once in opposite directions, one bucket to another and back, without a deadlock', async () => {
+      // One shard, so that every change meets every other.
+      repository = new BenchmarksRepository(db.knex, 1);
+      const cohort = await members(8, 4);
+      const [low, high] = [bucketOf('platform_hhi', 0.1), bucketOf('platform_hhi', 0.9)];
+      const scored = (member: Member, i: number, round: number) => ({ ...member, buckets: { platform_hhi: (i + round) % 2 ? high : low } });
+      for (const [i, member] of cohort.entries()) await inUnitOfWork(db.knex, (unit) => repository.record(unit, scored(member, i, 0)));
+      for (let round = 1; round <= 12; round++) {
+        await Promise.all(cohort.map((member, i) => inUnitOfWork(db.knex, (unit) => repository.record(unit, scored(member, i, round)))));
+      }
+      const counted = await shardCounts();
+      assert.deepEqual(counted.stored, counted.expected);
+      assert.deepEqual(
+        (await repository.cohort('rbf')).distributions.platform_hhi!.counts,
+        new Map([
+          [low, 4],
+          [high, 4],
+        ]),
+      );
+    });
+
+    it('counts beside the version before the shards (a rolling deploy), which reads and writes shard 0 alone', async () => {
+      const cohort = await members(30, 3);
+      repository = new BenchmarksRepository(db.knex, COUNTER_SHARDS);
+      for (const member of cohort.slice(0, 20)) await inUnitOfWork(db.knex, (unit) => repository.record(unit, member));
+      // What the version before migration 018 writes for a completed tape.
+      for (const member of cohort.slice(20)) {
+        await db.knex.transaction(async (trx) => {
+          await trx('benchmark_members').insert({
+            verification_id: member.verificationId,
+            lender_id: member.lenderId,
+            product_type: 'rbf',
+            buckets: JSON.stringify(member.buckets),
+          });
+          for (const [metric, bucket] of Object.entries(member.buckets)) {
+            await trx('benchmark_buckets')
+              .insert({ product_type: 'rbf', metric, bucket, tapes: 1 })
+              .onConflict(['product_type', 'metric', 'bucket'])
+              .merge({ tapes: trx.raw('benchmark_buckets.tapes + excluded.tapes') });
+          }
+          await trx('benchmark_lenders')
+            .insert({ product_type: 'rbf', lender_id: member.lenderId, tapes: 1 })
+            .onConflict(['product_type', 'lender_id'])
+            .merge({ tapes: trx.raw('benchmark_lenders.tapes + excluded.tapes') });
+        });
+      }
+      assert.equal((await repository.cohort('rbf')).tapes, 30);
+      await inUnitOfWork(db.knex, (unit) => repository.erase(unit, [cohort[25]!.verificationId, cohort[5]!.verificationId]));
+      const left = await shardCounts();
+      assert.deepEqual(left.stored, left.expected);
+      assert.deepEqual([(await repository.cohort('rbf')).tapes, (await repository.cohort('rbf')).distributions.platform_hhi!.total], [28, 28]);
     });
 
     it('keeps its counts through the sharding migration, down and up again, and takes a tape out after it', async () => {

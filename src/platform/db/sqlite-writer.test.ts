@@ -228,6 +228,42 @@ describe('the SQLite writer on better-sqlite3', function () {
     });
   }
 
+  it('fails the whole group when a member cannot be rolled back alone, and goes on', async () => {
+    writer = openWriter(5000);
+    await writer('t').insert({ a: 0 });
+    const session = (await writer.client.acquireConnection()) as WriterSession;
+    const { database } = session.shared;
+    await writer.client.releaseConnection(session);
+    // The member's ROLLBACK TO fails once, after SQLite has rolled back the whole transaction (as an
+    // I/O error can).
+    const exec = database.exec.bind(database);
+    let failOnce = true;
+    database.exec = (sql: string) => {
+      if (failOnce && sql.startsWith('ROLLBACK TO')) {
+        failOnce = false;
+        exec('ROLLBACK');
+        throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+      }
+      return exec(sql);
+    };
+    // The third waits for the connection while the second fails: it must start a group of its own.
+    const outcomes = await Promise.allSettled([
+      writer.transaction((trx) => trx('t').insert({ a: 1 })),
+      writer.transaction(async (trx) => {
+        await trx('t').insert({ a: 2 });
+        throw new Error('this transaction fails');
+      }),
+      writer.transaction((trx) => trx('t').insert({ a: 3 })),
+    ]);
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.status),
+      ['rejected', 'rejected', 'fulfilled'],
+    );
+    assert.deepEqual(committedValues(), [0, 3]);
+    await writer.transaction((trx) => trx('t').insert({ a: 4 }));
+    assert.deepEqual(committedValues(), [0, 3, 4]);
+  });
+
   describe('when SQLite rolls the whole transaction back (a full disk, an I/O error)', () => {
     beforeEach(() => {
       otherProcess.exec(

@@ -171,10 +171,12 @@ class SharedConnection {
    * SQLITE_BUSY_SNAPSHOT whenever another process (the operator's CLI) had committed in between.
    */
   beginMember(): void {
+    // A group whose transaction has gone unnoticed (SQLite rolled it back as a member's rollback
+    // failed): its members must fail, not resolve with the commit of a transaction that a SAVEPOINT
+    // outside any transaction would start.
+    if (this.group && !this.database.inTransaction) this.lostGroup(new BetterSqlite3.SqliteError('the group commit was rolled back', 'SQLITE_ABORT'));
     if (!this.group) {
-      // A transaction left open without a group (a failed ROLLBACK after a failed group commit) has
-      // no owner: what it holds is already reported lost.
-      if (this.database.inTransaction) this.database.exec('ROLLBACK');
+      this.discardOwnerlessTransaction();
       this.database.exec('BEGIN IMMEDIATE');
       this.group = { openedAt: Date.now(), members: [] };
     }
@@ -196,12 +198,34 @@ class SharedConnection {
     // Some errors (a full disk, an I/O error) make SQLite roll back the whole transaction, which
     // `lostGroup` has then dealt with: nothing is left to roll back.
     if (!this.group || !this.database.inTransaction) return;
-    this.database.exec(`ROLLBACK TO SAVEPOINT ${MEMBER}; RELEASE SAVEPOINT ${MEMBER}`);
+    try {
+      this.database.exec(`ROLLBACK TO SAVEPOINT ${MEMBER}; RELEASE SAVEPOINT ${MEMBER}`);
+    } catch (error) {
+      // The member could not be undone alone: undo the group and fail its members, rather than
+      // commit the member's work with theirs.
+      try {
+        if (this.database.inTransaction) this.database.exec('ROLLBACK');
+      } catch {
+        // Left for `discardOwnerlessTransaction`.
+      }
+      const { members } = this.group;
+      this.group = null;
+      for (const member of members) member.reject(copyForMember(error));
+      throw error;
+    }
+  }
+
+  /** A transaction open with no group (a failed ROLLBACK after a failed commit) has no owner: what it held is already reported lost. */
+  private discardOwnerlessTransaction(): void {
+    if (this.database.inTransaction) this.database.exec('ROLLBACK');
   }
 
   commitGroup(): void {
     const group = this.group;
-    if (!group) return;
+    if (!group) {
+      this.discardOwnerlessTransaction();
+      return;
+    }
     this.group = null;
     try {
       this.database.exec('COMMIT');

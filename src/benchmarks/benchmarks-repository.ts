@@ -40,7 +40,7 @@ interface MemberRow {
 export const COUNTER_SHARDS = 8;
 
 /** Where a shard's counters live (shard 0: the original tables, migration 018). */
-function counterTables(shard: number) {
+function counterTables(shard: number): { buckets: string; lenders: string; shardColumn: Record<string, number>; shardKey: string[] } {
   return shard === 0
     ? { buckets: 'benchmark_buckets', lenders: 'benchmark_lenders', shardColumn: {}, shardKey: [] }
     : { buckets: 'benchmark_bucket_shards', lenders: 'benchmark_lender_shards', shardColumn: { shard }, shardKey: ['shard'] };
@@ -68,8 +68,8 @@ export class BenchmarksRepository {
     const [counted] = await trx<MemberRow>('benchmark_members').where({ verification_id: member.verificationId });
     if (!counted) return;
     const changes = new CounterChanges();
-    changes.count(counted, -1);
-    changes.count({ ...counted, lender_id: member.lenderId, product_type: member.productType, buckets: JSON.stringify(member.buckets) }, +1);
+    changes.count(counted.shard, counted.product_type, counted.lender_id, JSON.parse(counted.buckets) as Member['buckets'], -1);
+    changes.count(counted.shard, member.productType, member.lenderId, member.buckets, +1);
     await changes.apply(trx);
     await trx('benchmark_members')
       .where({ verification_id: member.verificationId })
@@ -138,10 +138,11 @@ export class BenchmarksRepository {
   }
 
   /**
-   * Counts the members not counted yet, in `shard`; one already counted (another process's catch-up
-   * got there first) is left as it is. Returns how many it counted.
+   * Counts the members not counted yet, in a shard chosen at random; one already counted (another
+   * process's catch-up got there first) is left as it is. Returns how many it counted.
    */
-  private async add(trx: Knex, candidates: Member[], shard = randomInt(this.shards)): Promise<number> {
+  private async add(trx: Knex, candidates: Member[]): Promise<number> {
+    const shard = randomInt(this.shards);
     const inserted = new Set<string>();
     for (const chunk of chunks(candidates, 200)) {
       const rows = await trx('benchmark_members')
@@ -161,36 +162,9 @@ export class BenchmarksRepository {
     }
     const members = candidates.filter((m) => inserted.has(m.verificationId));
     if (members.length === 0) return 0;
-    const buckets = new Map<string, { productType: string; metric: string; bucket: number; tapes: number }>();
-    const lenders = new Map<string, { productType: string; lenderId: string; tapes: number }>();
-    for (const member of members) {
-      for (const [metric, bucket] of Object.entries(member.buckets)) {
-        const key = `${member.productType}\u0000${metric}\u0000${String(bucket).padStart(6, '0')}`;
-        const entry = buckets.get(key) ?? { productType: member.productType, metric, bucket, tapes: 0 };
-        entry.tapes++;
-        buckets.set(key, entry);
-      }
-      const lenderKey = `${member.productType}\u0000${member.lenderId}`;
-      const lender = lenders.get(lenderKey) ?? { productType: member.productType, lenderId: member.lenderId, tapes: 0 };
-      lender.tapes++;
-      lenders.set(lenderKey, lender);
-    }
-    // In key order, so that transactions counting in one shard lock its rows in the same order
-    // (CounterChanges). One upsert for many counters (chunked under SQLite's limit of bound values).
-    const inKeyOrder = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, value]) => value);
-    const { buckets: bucketTable, lenders: lenderTable, shardColumn, shardKey } = counterTables(shard);
-    for (const chunk of chunks(inKeyOrder(buckets), 200)) {
-      await trx(bucketTable)
-        .insert(chunk.map((b) => ({ product_type: b.productType, metric: b.metric, bucket: b.bucket, ...shardColumn, tapes: b.tapes })))
-        .onConflict(['product_type', 'metric', 'bucket', ...shardKey])
-        .merge({ tapes: trx.raw('??.tapes + excluded.tapes', [bucketTable]) });
-    }
-    for (const chunk of chunks(inKeyOrder(lenders), 200)) {
-      await trx(lenderTable)
-        .insert(chunk.map((l) => ({ product_type: l.productType, lender_id: l.lenderId, ...shardColumn, tapes: l.tapes })))
-        .onConflict(['product_type', 'lender_id', ...shardKey])
-        .merge({ tapes: trx.raw('??.tapes + excluded.tapes', [lenderTable]) });
-    }
+    const changes = new CounterChanges();
+    for (const member of members) changes.count(shard, member.productType, member.lenderId, member.buckets, +1);
+    await changes.apply(trx);
     return members.length;
   }
 
@@ -200,7 +174,7 @@ export class BenchmarksRepository {
     const members = await trx<MemberRow>('benchmark_members').whereIn('verification_id', verificationIds);
     if (members.length === 0) return;
     const changes = new CounterChanges();
-    for (const member of members) changes.count(member, -1);
+    for (const member of members) changes.count(member.shard, member.product_type, member.lender_id, JSON.parse(member.buckets) as Member['buckets'], -1);
     await changes.apply(trx);
     await trx('benchmark_members').whereIn('verification_id', verificationIds).delete();
   }
@@ -208,21 +182,21 @@ export class BenchmarksRepository {
 
 /**
  * Changes to counters, made in one pass in the order of their keys (shard, then the bucket rows, then
- * the lender rows), as `add` counts: on PostgreSQL each change holds its row's lock until commit, and
- * two transactions that took the same rows in different orders (two tapes re-scored at once, one
- * from bucket p to q and the other from q to p) would each wait for the other until PostgreSQL
- * aborted one as a deadlock.
+ * the lender rows): on PostgreSQL each change holds its row's lock until commit, and two transactions
+ * that took the same rows in different orders (two tapes re-scored at once, one from bucket p to q
+ * and the other from q to p; a catch-up and a creation) would each wait for the other until
+ * PostgreSQL aborted one as a deadlock. Consecutive increments of one table are one upsert (a
+ * creation's are two statements), taking its rows in the order given.
  */
 class CounterChanges {
   private readonly changes = new Map<string, { shard: number; kind: 'buckets' | 'lenders'; row: Record<string, string | number>; delta: number }>();
 
-  /** Adds `delta` to every counter the member counts in: its buckets and its lender, in its shard. */
-  count(member: Pick<MemberRow, 'lender_id' | 'product_type' | 'buckets' | 'shard'>, delta: number): void {
-    const shard = Number(member.shard);
-    for (const [metric, bucket] of Object.entries(JSON.parse(member.buckets) as Record<string, number>)) {
-      this.change(shard, 'buckets', `${metric}\u0000${String(bucket).padStart(6, '0')}`, { product_type: member.product_type, metric, bucket }, delta);
+  /** Adds `delta` to every counter a tape counts in: its buckets and its lender's, in `shard`. */
+  count(shard: number | string, productType: string, lenderId: string, buckets: Member['buckets'], delta: number): void {
+    for (const [metric, bucket] of Object.entries(buckets)) {
+      this.change(Number(shard), 'buckets', `${metric}\u0000${String(bucket).padStart(6, '0')}`, { product_type: productType, metric, bucket }, delta);
     }
-    this.change(shard, 'lenders', member.lender_id, { product_type: member.product_type, lender_id: member.lender_id }, delta);
+    this.change(Number(shard), 'lenders', lenderId, { product_type: productType, lender_id: lenderId }, delta);
   }
 
   private change(shard: number, kind: 'buckets' | 'lenders', name: string, row: Record<string, string | number>, delta: number): void {
@@ -233,18 +207,27 @@ class CounterChanges {
   }
 
   async apply(trx: Knex): Promise<void> {
+    // Consecutive increments of one table are one step; each decrement is a step of its own.
+    const steps: Array<{ table: string; conflict: string[]; rows: Array<Record<string, string | number>>; delta: number }> = [];
     for (const [, { shard, kind, row, delta }] of [...this.changes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       if (delta === 0) continue;
       const tables = counterTables(shard);
       const table = tables[kind];
+      const counter = { ...row, ...tables.shardColumn };
+      const last = steps.at(-1);
+      if (delta > 0 && last && last.delta > 0 && last.table === table) last.rows.push({ ...counter, tapes: delta });
+      else steps.push({ table, conflict: [...Object.keys(row), ...tables.shardKey], rows: [delta > 0 ? { ...counter, tapes: delta } : counter], delta });
+    }
+    for (const { table, conflict, rows, delta } of steps) {
       if (delta < 0) {
+        await trx(table).where(rows[0]!).decrement('tapes', -delta);
+        continue;
+      }
+      // Chunked under SQLite's limit of bound values.
+      for (const chunk of chunks(rows, 200)) {
         await trx(table)
-          .where({ ...row, ...tables.shardColumn })
-          .decrement('tapes', -delta);
-      } else {
-        await trx(table)
-          .insert({ ...row, ...tables.shardColumn, tapes: delta })
-          .onConflict([...Object.keys(row), ...tables.shardKey])
+          .insert(chunk)
+          .onConflict(conflict)
           .merge({ tapes: trx.raw('??.tapes + excluded.tapes', [table]) });
       }
     }

@@ -174,7 +174,7 @@ class SharedConnection {
     // A group whose transaction has gone unnoticed (SQLite rolled it back as a member's rollback
     // failed): its members must fail, not resolve with the commit of a transaction that a SAVEPOINT
     // outside any transaction would start.
-    if (this.group && !this.database.inTransaction) this.lostGroup(new BetterSqlite3.SqliteError('the group commit was rolled back', 'SQLITE_ABORT'));
+    if (this.group && !this.database.inTransaction) this.failGroup(new BetterSqlite3.SqliteError('the group commit was rolled back', 'SQLITE_ABORT'));
     if (!this.group) {
       this.discardOwnerlessTransaction();
       this.database.exec('BEGIN IMMEDIATE');
@@ -203,14 +203,7 @@ class SharedConnection {
     } catch (error) {
       // The member could not be undone alone: undo the group and fail its members, rather than
       // commit the member's work with theirs.
-      try {
-        if (this.database.inTransaction) this.database.exec('ROLLBACK');
-      } catch {
-        // Left for `discardOwnerlessTransaction`.
-      }
-      const { members } = this.group;
-      this.group = null;
-      for (const member of members) member.reject(copyForMember(error));
+      this.rollBackGroup(error);
       throw error;
     }
   }
@@ -221,31 +214,42 @@ class SharedConnection {
   }
 
   commitGroup(): void {
-    const group = this.group;
-    if (!group) {
+    if (!this.group) {
       this.discardOwnerlessTransaction();
       return;
     }
-    this.group = null;
     try {
       this.database.exec('COMMIT');
     } catch (error) {
       // Runs from the event loop (handOver), where a throw would end the process.
-      try {
-        if (this.database.inTransaction) this.database.exec('ROLLBACK');
-      } catch {
-        // SQLite has already rolled back what it could not keep.
-      }
-      for (const member of group.members) member.reject(copyForMember(error));
+      this.rollBackGroup(error);
       return;
     }
-    for (const member of group.members) member.resolve();
+    const { members } = this.group;
+    this.group = null;
+    for (const member of members) member.resolve();
+  }
+
+  /** Rolls back what is left of the group's transaction, and fails its members with `error`. */
+  private rollBackGroup(error: unknown): void {
+    try {
+      if (this.database.inTransaction) this.database.exec('ROLLBACK');
+    } catch {
+      // SQLite has already rolled back what it could not keep; if not, a transaction with no group
+      // is rolled back before the next one opens (`discardOwnerlessTransaction`).
+    }
+    this.failGroup(error);
   }
 
   /** After a failed statement: if SQLite rolled the whole transaction back, the group's released work is gone too. */
   lostGroup(error: unknown): void {
     if (!this.group || this.database.inTransaction) return;
-    const { members } = this.group;
+    this.failGroup(error);
+  }
+
+  /** Closes the open group, failing every member with its own copy of `error`. */
+  private failGroup(error: unknown): void {
+    const members = this.group?.members ?? [];
     this.group = null;
     for (const member of members) member.reject(copyForMember(error));
   }
@@ -368,16 +372,13 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): Cli
       const deadline = Date.now() + busyTimeoutMs;
       // Knex marks the session with the transaction it is lent to. A statement must not be tried
       // again once that has changed during the pause: its transaction has ended (a sibling statement
-      // failed and rolled it back), and the retry would run outside it or inside another one. Nor
-      // once SQLite has rolled back the transaction it ran in.
+      // failed and rolled it back), and the retry would run outside it or inside another one.
       const transactionAtStart = session.__knexTxId;
-      const inTransactionAtStart = session.shared.database.inTransaction;
       for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
         try {
           return await step();
         } catch (error) {
           if (!isSqliteBusy(error) || Date.now() + pauseMs > deadline) throw error;
-          if (session.shared.database.inTransaction !== inTransactionAtStart) throw error;
           await new Promise((resolve) => setTimeout(resolve, pauseMs));
           if (session.__knexTxId !== transactionAtStart) throw error;
         }

@@ -87,6 +87,28 @@ for (const factory of testDatabases()) {
       assert.equal(foreign.body.error, 'not_found');
     });
 
+    it('authenticates exactly the paths under /api/v1, as a mounted prefix of whole segments would', async () => {
+      const { apiKey } = await lenderWithKey(setup.ctx);
+      for (const path of ['/api/v1', '/api/v1/', '/api/v1/verifications/vrf_unknown', '/api/v1/no-such-route']) {
+        const anonymous = await request(setup.service.app).get(path);
+        assert.equal(anonymous.status, 401, `${path} without a key`);
+        assert.equal(anonymous.headers['x-ratelimit-limit'], '120', `${path}: counted against the client address`);
+      }
+      for (const path of ['/api/v1x/verifications', '/API/v1/verifications', '/api/V1/verifications', '/api', '/apiv1/verifications']) {
+        const anonymous = await request(setup.service.app).get(path);
+        assert.equal(anonymous.status, 404, `${path} without a key`);
+        assert.equal(anonymous.body.error, 'not_found');
+      }
+      // Authenticated, counted, then matched against the contract, in that order.
+      const unknown = await request(setup.service.app).get('/api/v1/no-such-route').auth(apiKey, { type: 'bearer' });
+      assert.equal(unknown.status, 404);
+      assert.equal(unknown.body.error, 'not_found');
+      assert.ok(unknown.headers['x-ratelimit-remaining'], 'the unknown route was counted against the key');
+      const known = await request(setup.service.app).get('/api/v1/verifications/vrf_unknown').auth(apiKey, { type: 'bearer' });
+      assert.equal(known.status, 404);
+      assert.equal(Number(known.headers['x-ratelimit-remaining']), Number(unknown.headers['x-ratelimit-remaining']) - 1);
+    });
+
     it('refuses a gdpr_admin key on lender operations with 403', async () => {
       const { apiKey } = await lenderWithKey(setup.ctx, 'gdpr_admin');
       const response = await request(setup.service.app).get('/api/v1/verifications/vrf_any').auth(apiKey, { type: 'bearer' });

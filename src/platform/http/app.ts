@@ -114,15 +114,54 @@ function adapt(operation: ApiOperation, handler: RoutedHandler, validateResponse
   };
 }
 
-/** The contract's `/api/v1` paths as patterns: a `{parameter}` is one path segment, the rest literal. */
+/** The API's paths: every request under it is authenticated, counted and matched against the contract. */
+const API_PREFIX = '/api/v1';
+
+/**
+ * `handler` for the requests under API_PREFIX, as `app.use(API_PREFIX, handler)` would mount it (a
+ * case-sensitive prefix of whole segments) but without the mount: a mounted layer has Express strip
+ * the prefix from the URL and put it back, which makes the URL be parsed again for each layer after
+ * it (docs/performance.md).
+ */
+function underApi(handler: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    const path = req.path;
+    if (path === API_PREFIX || path.startsWith(`${API_PREFIX}/`)) return handler(req, res, next);
+    next();
+  };
+}
+
+/**
+ * The handlers one after another in one Express layer, each handing over with `next()` as in its own
+ * layer; the first error (thrown, rejected or passed to `next`) goes to Express's error handling and
+ * skips the rest. Every layer is a turn of the router's loop with its own match and parameter
+ * objects, on every request.
+ */
+function inSeries(handlers: RequestHandler[]): RequestHandler {
+  return (req, res, next) => {
+    let index = 0;
+    const step = (error?: unknown): void => {
+      if (error !== undefined && error !== null) return next(error);
+      const handler = handlers[index++];
+      if (!handler) return next();
+      try {
+        const result: unknown = handler(req, res, step);
+        // As Express's own layers treat a handler's promise.
+        if (result instanceof Promise) result.catch((rejection: unknown) => next(rejection ?? new Error('Rejected promise')));
+      } catch (thrown) {
+        next(thrown ?? new Error('Thrown undefined'));
+      }
+    };
+    step();
+  };
+}
+
+/** The contract's API_PREFIX paths as patterns: a `{parameter}` is one path segment, the rest literal. */
 function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
   const routes = operations
-    .filter((operation) => operation.path.startsWith('/api/v1/'))
+    .filter((operation) => operation.path.startsWith(`${API_PREFIX}/`))
     .map((operation) => {
-      const segments = operation.path
-        .slice('/api/v1'.length)
-        .split('/')
-        .map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+      const segments = operation.path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
       return { method: operation.method.toUpperCase(), pattern: new RegExp(`^${segments.join('/')}$`) };
     });
   return (req, _res, next) => {
@@ -174,10 +213,9 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   for (const page of deps.pages ?? []) app.use(page.path, page.router);
 
   // Authentication first: a caller without a valid key learns nothing about its request body.
-  app.use('/api/v1', deps.authenticate, rateLimitByKey(deps.rateLimits, deps.config.mode));
   // P8, D7: once the caller is known, a path or method the contract does not have is 404 at once, before
   // its body is parsed, validated or its role checked (a trailing slash or another case is another path).
-  app.use('/api/v1', onlyContractRoutes(operations));
+  app.use(underApi(inSeries([deps.authenticate, rateLimitByKey(deps.rateLimits, deps.config.mode), onlyContractRoutes(operations)])));
   app.use(
     express.json({
       limit: MAX_BODY_BYTES,

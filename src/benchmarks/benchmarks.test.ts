@@ -247,7 +247,7 @@ for (const factory of testDatabases()) {
       const cohort = await members(30, 3);
       repository = new BenchmarksRepository(db.knex, COUNTER_SHARDS);
       for (const member of cohort) await inUnitOfWork(db.knex, (unit) => repository.record(unit, member));
-      await db.knex.migrate.down({ migrationSource: migrations });
+      await db.knex.migrate.down({ migrationSource: migrations, name: '20261127_018_benchmark_counter_shards' });
       assert.deepEqual(await db.knex('benchmark_buckets').where({ product_type: 'rbf', metric: 'platform_hhi' }).select('bucket', 'tapes'), [
         { bucket: bucketOf('platform_hhi', 0.5), tapes: 30 },
       ]);

@@ -127,6 +127,38 @@ for (const factory of testDatabases()) {
       assert.ok(text.includes('[redacted]'));
     });
 
+    it('writes one request line per request with only its fixed fields, none of them secret (it skips redaction)', async () => {
+      const { apiKey } = await lenderWithKey(setup.ctx);
+      const before = setup.log.text().length;
+      await request(setup.service.app).get('/api/v1/verifications/vrf_requestLine01?token=query-secret').auth(apiKey, { type: 'bearer' });
+      await request(setup.service.app).get('/api/v1/verifications').set('Authorization', `Bearer ${apiKey}x`);
+      await request(setup.service.app).get('/consent/cst_consentTokenSecret0123456789?state=s');
+      const lines = setup.log
+        .text()
+        .slice(before)
+        .split('\n')
+        .filter((line) => line.includes('"request completed"'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      assert.equal(lines.length, 3);
+      const fields = ['level', 'time', 'service', 'requestId', 'method', 'path', 'status', 'ms', 'remoteAddress', 'lenderId', 'keyId', 'msg'];
+      for (const line of lines)
+        assert.deepEqual(
+          Object.keys(line).filter((field) => !fields.includes(field)),
+          [],
+          JSON.stringify(line),
+        );
+      assert.deepEqual(
+        lines.map((line) => [line.path, line.status]),
+        [
+          ['/api/v1/verifications/vrf_requestLine01', 400],
+          ['/api/v1/verifications', 401],
+          ['/consent/:token', lines[2]!.status],
+        ],
+      );
+      const text = setup.log.text().slice(before);
+      for (const secret of ['query-secret', 'cst_consentTokenSecret', apiKey.slice(9)]) assert.ok(!text.includes(secret), `${secret} reached the log`);
+    });
+
     it('answers 503 service_unavailable with Retry-After when the database is gone', async () => {
       const scratch = await factory.create();
       const broken = await withService({}, scratch);

@@ -9,7 +9,9 @@
 // rounds, each server's CPU time per request, and control rows of two servers without metrics (the
 // method's own spread). `npm run profile:api -- status --metrics` measures the same cost another way:
 // the share of the server's CPU time spent in metrics code.
-// BENCH_ONLY=metrics runs only this part.
+// Then, measured the same way, the cost of the request log: the tables run the service at
+// LOG_LEVEL=warn, and the default (info) writes a line per request.
+// BENCH_ONLY=metrics or BENCH_ONLY=request-log runs only that part.
 // Each server runs in its own process, so the load generator never shares their event loop.
 // The service runs on a fresh SQLite file, and also on PostgreSQL when BENCH_DATABASE_URL names one
 // (both tables printed, each beside the same bare Express figure). The peak RSS of the service
@@ -88,8 +90,9 @@ async function main(): Promise<void> {
   const databases = [{ label: 'SQLite', url: `sqlite:${join(dir, 'service.sqlite')}` }];
   if (process.env.BENCH_DATABASE_URL) databases.push({ label: 'PostgreSQL', url: process.env.BENCH_DATABASE_URL });
   try {
-    // BENCH_ONLY=metrics: the cost of metrics alone.
-    for (const database of process.env.BENCH_ONLY === 'metrics' ? [] : databases) {
+    // BENCH_ONLY=metrics or BENCH_ONLY=request-log: that cost alone.
+    const only = process.env.BENCH_ONLY;
+    for (const database of only ? [] : databases) {
       const service = await startBenchService(dir, 'service', { DATABASE_URL: database.url });
       services.push(service);
       const rss = watchPeakRss(service.child.pid!);
@@ -99,7 +102,7 @@ async function main(): Promise<void> {
       await stop(service.child);
       printRatios(database.label, baseline, results, peakMb);
     }
-    await metricsCost(dir, services);
+    for (const cost of [METRICS_COST, REQUEST_LOG_COST]) if (!only || only === cost.name) await costOf(dir, services, cost);
   } finally {
     for (const service of services) await stop(service.child);
     rmSync(dir, { recursive: true, force: true });
@@ -237,20 +240,55 @@ const median = (values: number[]) => {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 };
 
-async function metricsCost(dir: string, services: BenchService[]): Promise<void> {
+/** One feature's cost: the same service without it and with it, loaded side by side. */
+interface Cost {
+  /** What the first line of the section says. */
+  title: string;
+  name: string;
+  /** The environment that turns the feature on. */
+  on(): Promise<Record<string, string>>;
+  /** How many of the endpoints (in endpointsOf's order) are compared. */
+  endpoints: number;
+  /** Whether the metrics goal (cost under 5 %) applies. */
+  goal: boolean;
+  /** Whether control rows (two servers without the feature) follow. */
+  control: boolean;
+}
+
+const METRICS_COST: Cost = {
+  title: 'Cost of metrics: two servers, one without metrics and one with them (scraped every second)',
+  name: 'metrics',
+  on: async () => ({ METRICS_PORT: String(await freePort()), METRICS_TOKEN }),
+  endpoints: 3,
+  goal: true,
+  control: true,
+};
+
+// The tables above run the service at LOG_LEVEL=warn, without a line per request; a deployment at
+// the default level (info) writes one, and this is what that costs.
+const REQUEST_LOG_COST: Cost = {
+  title: 'Cost of the request log: two servers, one at LOG_LEVEL=warn as above and one at the default info (a line per request, to /dev/null)',
+  name: 'request-log',
+  on: async () => ({ LOG_LEVEL: 'info' }),
+  endpoints: 2,
+  goal: false,
+  control: false,
+};
+
+async function costOf(dir: string, services: BenchService[], cost: Cost): Promise<void> {
   // The servers on CPU 1 and the load generator on CPU 0, so that a server never shares its core
   // with the load generator in one slice and not in the next.
   const pinned = pinSelf(0);
   const serverCpu = pinned ? 1 : undefined;
-  const off = await startBenchService(dir, 'metrics-off', {}, serverCpu);
+  const off = await startBenchService(dir, `${cost.name}-off`, {}, serverCpu);
   services.push(off);
-  const on = await startBenchService(dir, 'metrics-on', { METRICS_PORT: String(await freePort()), METRICS_TOKEN }, serverCpu);
+  const on = await startBenchService(dir, `${cost.name}-on`, await cost.on(), serverCpu);
   services.push(on);
-  const control = await startBenchService(dir, 'metrics-off-control', {}, serverCpu);
-  services.push(control);
+  const control = cost.control ? await startBenchService(dir, `${cost.name}-off-control`, {}, serverCpu) : null;
+  if (control) services.push(control);
   const rounds = 10;
   console.log(
-    `\nCost of metrics: two servers, one without metrics and one with them (scraped every second), loaded at the same time (${connections / 2} connections each) for ${rounds} rounds of ${seconds} s after a warm-up, the first started alternating by round${pinned ? '; both servers on CPU 1, the load generator on CPU 0' : ''}`,
+    `\n${cost.title}, loaded at the same time (${connections / 2} connections each) for ${rounds} rounds of ${seconds} s after a warm-up, the first started alternating by round${pinned ? '; both servers on CPU 1, the load generator on CPU 0' : ''}`,
   );
   console.log(
     "on/off: the median over rounds of the two servers' throughput ratio in that round, with the middle half of the rounds' ratios beside it: two processes of the same program differ by a few per cent (the control rows), and the machine's speed by more from one second to the next, so only servers loaded at the same time are compared",
@@ -295,8 +333,9 @@ async function metricsCost(dir: string, services: BenchService[]): Promise<void>
     );
   };
   const names = endpointsOf(off).map((endpoint) => endpoint.name);
-  for (let i = 0; i < names.length; i++) await compare(names[i]!, off, on, i, true);
-  console.log('control: two servers without metrics, measured the same way (how far apart two identical servers measure)');
+  for (let i = 0; i < cost.endpoints; i++) await compare(names[i]!, off, on, i, cost.goal);
+  if (!control) return;
+  console.log(`control: two servers without ${cost.name}, measured the same way (how far apart two identical servers measure)`);
   for (let i = 0; i < 2; i++) await compare(names[i]!, off, control, i, false);
 }
 

@@ -229,9 +229,14 @@ async function slice(
   return { ...measurement, requests: measurement.total, cpuMicros: cpuMicros(service.child.pid!) - before };
 }
 
-/** Pins this process (the load generator) to CPU `cpu`, when the machine has two and taskset exists. */
+let selfPinned: boolean | undefined;
+/**
+ * Pins this process (the load generator) to CPU `cpu`, when the machine has two and taskset exists;
+ * once, since a pinned process sees one CPU (availableParallelism).
+ */
 function pinSelf(cpu: number): boolean {
-  return availableParallelism() >= 2 && spawnSync('taskset', ['-a', '-cp', String(cpu), String(process.pid)]).status === 0;
+  selfPinned ??= availableParallelism() >= 2 && spawnSync('taskset', ['-a', '-cp', String(cpu), String(process.pid)]).status === 0;
+  return selfPinned;
 }
 
 const median = (values: number[]) => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
+import type { RequestHandler } from 'express';
 import request from 'supertest';
 import { AccountsRepository } from '../../accounts/accounts-repository.ts';
 import * as admin from '../../accounts/lender-admin.ts';
@@ -9,7 +10,8 @@ import { testDatabases, type TestDatabase } from '../../../test/support/test-dat
 import { createLogger } from '../logger.ts';
 import { loadApiDocument, type Json } from './api-document.ts';
 import { authenticate } from '../../accounts/http/authenticate.ts';
-import { createHttpApp } from './app.ts';
+import { createHttpApp, inSeries } from './app.ts';
+import { withoutSecrets } from './request-log.ts';
 import type { OperationHandler } from './operation-handler.ts';
 import { RateLimits } from './rate-limit.ts';
 
@@ -132,7 +134,7 @@ for (const factory of testDatabases()) {
       const before = setup.log.text().length;
       await request(setup.service.app).get('/api/v1/verifications/vrf_requestLine01?token=query-secret').auth(apiKey, { type: 'bearer' });
       await request(setup.service.app).get('/api/v1/verifications').set('Authorization', `Bearer ${apiKey}x`);
-      await request(setup.service.app).get('/consent/cst_consentTokenSecret0123456789?state=s');
+      const consent = await request(setup.service.app).get('/consent/cst_consentTokenSecret0123456789?state=s');
       const lines = setup.log
         .text()
         .slice(before)
@@ -152,7 +154,7 @@ for (const factory of testDatabases()) {
         [
           ['/api/v1/verifications/vrf_requestLine01', 400],
           ['/api/v1/verifications', 401],
-          ['/consent/:token', lines[2]!.status],
+          ['/consent/:token', consent.status],
         ],
       );
       const text = setup.log.text().slice(before);
@@ -305,5 +307,90 @@ describe('production mode', () => {
     assert.equal(outside.body.error, 'forbidden');
     await admin.updateLender(setup.ctx, { id: lender.id, allowlist: ['10.0.0.0/8', '127.0.0.1'] });
     assert.equal((await call()).status, 404);
+  });
+});
+
+describe('one layer for several handlers (inSeries)', () => {
+  type Step = Parameters<RequestHandler>[2];
+  /** Runs the series once; what reached the outer `next`, and which handlers ran. */
+  async function runSeries(...handlers: Array<(step: Step) => unknown>) {
+    const ran: number[] = [];
+    const outcome = await new Promise<unknown[]>((resolve) => {
+      const series = inSeries(
+        handlers.map(
+          (handler, index) =>
+            ((_req: unknown, _res: unknown, step: Step) => {
+              ran.push(index);
+              return handler(step);
+            }) as RequestHandler,
+        ),
+      );
+      series({} as never, {} as never, (...args: unknown[]) => resolve(args));
+    });
+    return { outcome, ran };
+  }
+
+  it('runs every handler in order, then hands on once', async () => {
+    assert.deepEqual(
+      await runSeries(
+        (step) => step(),
+        (step) => setImmediate(() => step()),
+        (step) => step(),
+      ),
+      { outcome: [], ran: [0, 1, 2] },
+    );
+  });
+
+  it('stops at the first error, passed on, thrown or rejected', async () => {
+    const refused = new Error('refused');
+    for (const failing of [
+      (step: Step) => step(refused),
+      () => {
+        throw refused;
+      },
+      async () => Promise.reject(refused),
+    ]) {
+      assert.deepEqual(
+        await runSeries(
+          (step) => step(),
+          failing,
+          (step) => step(),
+        ),
+        { outcome: [refused], ran: [0, 1] },
+      );
+    }
+  });
+
+  it('turns a rejection with a falsy value into an error, as Express does, so the handlers after it never run', async () => {
+    for (const reason of [undefined, null, false, 0, '']) {
+      const { outcome, ran } = await runSeries(
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a rejection that is not an Error is what this test is about
+        async () => Promise.reject(reason),
+        (step) => step(),
+      );
+      assert.deepEqual(ran, [0], `rejected with ${String(reason)}`);
+      assert.ok(outcome[0] instanceof Error, `rejected with ${String(reason)}`);
+    }
+  });
+
+  it("goes on to the next handler of the series on next('route') or a falsy value, as Express goes on to the next layer", async () => {
+    assert.deepEqual(
+      await runSeries(
+        (step) => step('route'),
+        (step) => step(false as never),
+        (step) => step(),
+      ),
+      { outcome: [], ran: [0, 1, 2] },
+    );
+  });
+});
+
+describe('the logged path (withoutSecrets)', () => {
+  it('drops the query, a consent token, and the scheme and host of an absolute request target', () => {
+    assert.equal(withoutSecrets('/api/v1/verifications/vrf_a?x=secret'), '/api/v1/verifications/vrf_a');
+    assert.equal(withoutSecrets('/consent/cst_secretToken?state=s'), '/consent/:token');
+    assert.equal(withoutSecrets('/consent/assets/page.js'), '/consent/assets/page.js');
+    assert.equal(withoutSecrets('http://service.example/consent/cst_secretToken'), '/consent/:token');
+    assert.equal(withoutSecrets('HTTPS://service.example:8443/consent/cst_secretToken/decline?x=1'), '/consent/:token/decline');
   });
 });

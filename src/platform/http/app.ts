@@ -137,19 +137,21 @@ function underApi(handler: RequestHandler): RequestHandler {
  * skips the rest. Every layer is a turn of the router's loop with its own match and parameter
  * objects, on every request.
  */
-function inSeries(handlers: RequestHandler[]): RequestHandler {
+export function inSeries(handlers: RequestHandler[]): RequestHandler {
   return (req, res, next) => {
     let index = 0;
     const step = (error?: unknown): void => {
-      if (error !== undefined && error !== null) return next(error);
+      // As Express reads `next(value)`: a falsy value or 'route' carries on (to the next handler of
+      // the series, not past the rest of it); anything else is an error.
+      if (error && error !== 'route') return next(error);
       const handler = handlers[index++];
       if (!handler) return next();
       try {
         const result: unknown = handler(req, res, step);
-        // As Express's own layers treat a handler's promise.
-        if (result instanceof Promise) result.catch((rejection: unknown) => next(rejection ?? new Error('Rejected promise')));
+        // As Express's own layers treat a handler's promise: a rejection is an error, whatever its value.
+        if (result instanceof Promise) result.catch((rejection: unknown) => next(rejection || new Error('Rejected promise')));
       } catch (thrown) {
-        next(thrown ?? new Error('Thrown undefined'));
+        next(thrown || new Error('Thrown without a value'));
       }
     };
     step();

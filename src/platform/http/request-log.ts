@@ -5,9 +5,14 @@ import type { Logger } from '../logger.ts';
 /**
  * The path as it may be logged: never the query (OAuth codes and states, data-protection
  * identifiers) and never a consent link's token, which lets whoever holds it act as the creator.
+ * A request line may carry an absolute URL (`GET http://host/consent/<token>`), which is routed by
+ * its path: the scheme and host go too.
  */
 export function withoutSecrets(originalUrl: string): string {
-  return originalUrl.split('?')[0]!.replace(/^\/consent\/(?!assets\/|oauth\/)[^/]+/, '/consent/:token');
+  return originalUrl
+    .split('?')[0]!
+    .replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '')
+    .replace(/^\/consent\/(?!assets\/|oauth\/)[^/]+/, '/consent/:token');
 }
 
 /** Counts and times a finished request (platform/metrics); absent when metrics are off. */

@@ -78,6 +78,11 @@ const BARE_EXPRESS = `
 `;
 
 async function main(): Promise<void> {
+  const only = process.env.BENCH_ONLY;
+  const costs = [METRICS_COST, REQUEST_LOG_COST];
+  if (only && !costs.some((cost) => cost.name === only)) {
+    throw new Error(`BENCH_ONLY is ${only}; it takes ${costs.map((cost) => cost.name).join(' or ')}`);
+  }
   console.log(`API benchmark: autocannon, ${connections} connections, ${seconds} s per endpoint, Node ${process.version}`);
   const barePort = await freePort();
   const bare = run(['-e', BARE_EXPRESS], { PORT: String(barePort) });
@@ -91,7 +96,6 @@ async function main(): Promise<void> {
   if (process.env.BENCH_DATABASE_URL) databases.push({ label: 'PostgreSQL', url: process.env.BENCH_DATABASE_URL });
   try {
     // BENCH_ONLY=metrics or BENCH_ONLY=request-log: that cost alone.
-    const only = process.env.BENCH_ONLY;
     for (const database of only ? [] : databases) {
       const service = await startBenchService(dir, 'service', { DATABASE_URL: database.url });
       services.push(service);
@@ -102,7 +106,7 @@ async function main(): Promise<void> {
       await stop(service.child);
       printRatios(database.label, baseline, results, peakMb);
     }
-    for (const cost of [METRICS_COST, REQUEST_LOG_COST]) if (!only || only === cost.name) await costOf(dir, services, cost);
+    for (const cost of costs) if (!only || only === cost.name) await costOf(dir, services, cost);
   } finally {
     for (const service of services) await stop(service.child);
     rmSync(dir, { recursive: true, force: true });
@@ -291,6 +295,15 @@ async function costOf(dir: string, services: BenchService[], cost: Cost): Promis
   services.push(on);
   const control = cost.control ? await startBenchService(dir, `${cost.name}-off-control`, {}, serverCpu) : null;
   if (control) services.push(control);
+  try {
+    await compareSideBySide(cost, pinned, off, on, control);
+  } finally {
+    // Idle servers still poll for jobs and deliveries: none may run beside the next section's.
+    for (const service of [off, on, control]) if (service) await stop(service.child);
+  }
+}
+
+async function compareSideBySide(cost: Cost, pinned: boolean, off: BenchService, on: BenchService, control: BenchService | null): Promise<void> {
   const rounds = 10;
   console.log(
     `\n${cost.title}, loaded at the same time (${connections / 2} connections each) for ${rounds} rounds of ${seconds} s after a warm-up, the first started alternating by round${pinned ? '; both servers on CPU 1, the load generator on CPU 0' : ''}`,

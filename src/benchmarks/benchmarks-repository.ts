@@ -39,11 +39,14 @@ interface MemberRow {
  */
 export const COUNTER_SHARDS = 8;
 
-/** Where a shard's counters live (shard 0: the original tables, migration 018). */
+/** Shard 0's counters: the tables from before migration 018. */
+const ORIGINAL_TABLES = { buckets: 'benchmark_buckets', lenders: 'benchmark_lenders' } as const;
+/** Every other shard's counters, one row per shard (migration 018). */
+const SHARD_TABLES = { buckets: 'benchmark_bucket_shards', lenders: 'benchmark_lender_shards' } as const;
+
+/** Where a shard's counters live, and what names the shard in their rows. */
 function counterTables(shard: number): { buckets: string; lenders: string; shardColumn: Record<string, number>; shardKey: string[] } {
-  return shard === 0
-    ? { buckets: 'benchmark_buckets', lenders: 'benchmark_lenders', shardColumn: {}, shardKey: [] }
-    : { buckets: 'benchmark_bucket_shards', lenders: 'benchmark_lender_shards', shardColumn: { shard }, shardKey: ['shard'] };
+  return shard === 0 ? { ...ORIGINAL_TABLES, shardColumn: {}, shardKey: [] } : { ...SHARD_TABLES, shardColumn: { shard }, shardKey: ['shard'] };
 }
 
 /** The only code that reads or writes the benchmark aggregates. */
@@ -104,13 +107,13 @@ export class BenchmarksRepository {
     const everyShard = (columns: string[], table: 'buckets' | 'lenders') =>
       this.knex
         .select(...columns, 'tapes')
-        .from(counterTables(0)[table])
+        .from(ORIGINAL_TABLES[table])
         .where({ product_type: productType })
         .unionAll(
           (shards) =>
             void shards
               .select(...columns, 'tapes')
-              .from(counterTables(1)[table])
+              .from(SHARD_TABLES[table])
               .where({ product_type: productType }),
         )
         .as('counters');

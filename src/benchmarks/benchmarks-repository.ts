@@ -30,12 +30,12 @@ interface MemberRow {
  * How many rows each counter is split into on PostgreSQL. Every completed tape of a product type
  * adds one to the same bucket rows, and an upsert holds its row's lock until its transaction
  * commits: with one row per counter, creations ran one at a time whatever the pool's size
- * (docs/performance.md). A transaction counts in one shard, chosen at random, so few of them meet:
- * 4, 8, 16 and 64 shards measured the same creation rate with one process's pool of 10, and a
- * cohort's read sums the shards, so it costs more with each. SQLite has one writer and no row locks,
- * so there a counter keeps one row. Shard 0 is the original tables, which the version before
- * migration 018 reads and writes alone (a rolling deploy runs both); the others are rows of the
- * shard tables.
+ * (docs/performance.md). A transaction counts in the shard fewest of this process's open
+ * transactions count in (from a random start, so processes spread too), and only just before it
+ * commits, so few of them meet and none waits long; a cohort's read sums the shards, so it costs
+ * more with each. SQLite has one writer and no row locks, so there a counter keeps one row. Shard 0
+ * is the original tables, which the version before migration 018 reads and writes alone (a rolling
+ * deploy runs both); the others are rows of the shard tables.
  */
 export const COUNTER_SHARDS = 8;
 
@@ -52,17 +52,28 @@ function counterTables(shard: number): { buckets: string; lenders: string; shard
 /** The only code that reads or writes the benchmark aggregates. */
 export class BenchmarksRepository {
   private readonly shards: number;
+  /** How many of this process's open transactions count in each shard. */
+  private readonly countingIn: number[];
+  private readonly shardOfTransaction = new WeakMap<Knex.Transaction, number>();
 
   constructor(
     private readonly knex: Knex,
     shards?: number,
   ) {
     this.shards = shards ?? ((knex.client as Knex.Client).config.client === 'pg' ? COUNTER_SHARDS : 1);
+    this.countingIn = new Array<number>(this.shards).fill(0);
   }
 
-  /** Counts the tape in its cohort, in place of what it counted as before (a tape scored again). */
+  /**
+   * Counts the tape in its cohort, in place of what it counted as before (a tape scored again), in
+   * the unit of work just before it commits: the counters' row locks are then held for the commit
+   * alone, not for the rest of the unit's statements.
+   */
   async record(unit: UnitOfWork, member: Member): Promise<void> {
-    const trx = transactionOf(unit);
+    unit.beforeCommit(() => this.countNow(transactionOf(unit), member));
+  }
+
+  private async countNow(trx: Knex.Transaction, member: Member): Promise<void> {
     // A first tape (every creation) is counted by the add alone, without first looking for a count
     // to take back; only a tape counted before meets its own member row and is replaced, in the
     // shard it was counted in: moved to another, two tapes re-scored at once could each hold rows
@@ -83,6 +94,28 @@ export class BenchmarksRepository {
   async erase(unit: UnitOfWork, verificationIds: string[]): Promise<Record<string, number>> {
     await this.remove(transactionOf(unit), verificationIds);
     return {};
+  }
+
+  /**
+   * The shard the transaction counts in: the one fewest of this process's open transactions count
+   * in, looked for from a random start so that several processes spread as well. The transaction
+   * keeps it until it ends, committed or rolled back, however many tapes it counts: counting in two
+   * shards, it could hold rows of a shard another transaction holds rows of the other one of.
+   */
+  private shardFor(trx: Knex.Transaction): number {
+    const held = this.shardOfTransaction.get(trx);
+    if (held !== undefined) return held;
+    const start = randomInt(this.shards);
+    let shard = start;
+    for (let step = 1; step < this.shards; step++) {
+      const candidate = (start + step) % this.shards;
+      if (this.countingIn[candidate]! < this.countingIn[shard]!) shard = candidate;
+    }
+    this.countingIn[shard]!++;
+    this.shardOfTransaction.set(trx, shard);
+    const release = () => void this.countingIn[shard]!--;
+    trx.executionPromise.then(release, release);
+    return shard;
   }
 
   /** Adds many members at once (a catch-up, or a benchmark run); those already counted are skipped. */
@@ -141,11 +174,11 @@ export class BenchmarksRepository {
   }
 
   /**
-   * Counts the members not counted yet, in a shard chosen at random; one already counted (another
+   * Counts the members not counted yet, in the transaction's shard; one already counted (another
    * process's catch-up got there first) is left as it is. Returns how many it counted.
    */
-  private async add(trx: Knex, candidates: Member[]): Promise<number> {
-    const shard = randomInt(this.shards);
+  private async add(trx: Knex.Transaction, candidates: Member[]): Promise<number> {
+    const shard = this.shardFor(trx);
     const inserted = new Set<string>();
     for (const chunk of chunks(candidates, 200)) {
       const rows = await trx('benchmark_members')

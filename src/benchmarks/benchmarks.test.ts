@@ -211,6 +211,37 @@ for (const factory of testDatabases()) {
       );
     });
 
+    it('gives transactions open at once a shard each while shards are free, one shard for all the tapes a transaction counts', async function () {
+      // SQLite's single writer runs one transaction at a time: none are open at once to spread.
+      if (db.dialect !== 'postgres') return this.skip();
+      repository = new BenchmarksRepository(db.knex, 8);
+      const cohort = await members(16, 4);
+      let counting = 0;
+      let everyoneCounted!: () => void;
+      const allHoldTheirShards = new Promise<void>((resolve) => (everyoneCounted = resolve));
+      await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          inUnitOfWork(db.knex, async (unit) => {
+            await repository.record(unit, cohort[2 * i]!);
+            await repository.record(unit, cohort[2 * i + 1]!);
+            // After the counting (asked for first): every transaction holds its shard here. Two in
+            // one shard would wait for each other's row locks, so the wait ends after 5 s anyway.
+            unit.beforeCommit(async () => {
+              if (++counting === 8) everyoneCounted();
+              await Promise.race([allHoldTheirShards, new Promise((resolve) => setTimeout(resolve, 5000))]);
+            });
+          }),
+        ),
+      );
+      const shards = await Promise.all(cohort.map((member) => shardOf(member.verificationId)));
+      const [firstTapes, secondTapes] = [shards.filter((_, i) => i % 2 === 0), shards.filter((_, i) => i % 2 === 1)];
+      assert.deepEqual(secondTapes, firstTapes, "a transaction's two tapes counted in different shards");
+      // Chosen at random, eight transactions would take eight different shards 0.24 % of the time.
+      assert.equal(new Set(firstTapes).size, 8, `shards taken: ${firstTapes.join(', ')}`);
+      const counted = await shardCounts();
+      assert.deepEqual(counted.stored, counted.expected);
+    });
+
     it('counts beside the version before the shards (a rolling deploy), which reads and writes shard 0 alone', async () => {
       const cohort = await members(30, 3);
       repository = new BenchmarksRepository(db.knex, COUNTER_SHARDS);

@@ -45,6 +45,41 @@ for (const factory of testDatabases()) {
       assert.equal(await settingExists('rolled-back'), false);
     });
 
+    it('runs before-commit steps in the transaction after the work, in order, before any after-commit callback', async () => {
+      const order: string[] = [];
+      await inUnitOfWork(db.knex, async (unit) => {
+        unit.afterCommit(() => order.push('after commit'));
+        unit.beforeCommit(async () => {
+          order.push(`first step, work's row ${(await transactionOf(unit)('service_settings').where({ name: 'work' }).first()) ? 'seen' : 'missing'}`);
+          await transactionOf(unit)('service_settings').insert({ name: 'before-commit', value: '1' });
+          unit.beforeCommit(async () => void order.push('step asked for by a step'));
+        });
+        unit.beforeCommit(async () => void order.push('second step'));
+        await transactionOf(unit)('service_settings').insert({ name: 'work', value: '1' });
+        order.push('work returns');
+      });
+      assert.deepEqual(order, ['work returns', "first step, work's row seen", 'second step', 'step asked for by a step', 'after commit']);
+      assert.equal(await settingExists('before-commit'), true);
+    });
+
+    it('rolls back everything, the work and its steps, when a before-commit step fails', async () => {
+      let committed = false;
+      await assert.rejects(
+        inUnitOfWork(db.knex, async (unit) => {
+          await transactionOf(unit)('service_settings').insert({ name: 'work-of-failed-step', value: '1' });
+          unit.beforeCommit(async () => {
+            await transactionOf(unit)('service_settings').insert({ name: 'failed-step', value: '1' });
+            throw new Error('step refused');
+          });
+          unit.afterCommit(() => (committed = true));
+        }),
+        /step refused/,
+      );
+      assert.equal(committed, false);
+      assert.equal(await settingExists('work-of-failed-step'), false);
+      assert.equal(await settingExists('failed-step'), false);
+    });
+
     it('refuses to hand out the transaction of a unit that has ended', async () => {
       const unit = await inUnitOfWork(db.knex, async (open) => open);
       assert.throws(() => transactionOf(unit), /not open/);

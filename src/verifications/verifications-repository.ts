@@ -6,6 +6,7 @@ import type { ScoredTape } from './scoring.ts';
 import type { Dialect } from '../platform/db/database.ts';
 import { inUnitOfWork, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
+import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
 import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platform/events/outbox.ts';
 import type { JobQueue } from '../platform/jobs/job-queue.ts';
 import type { LifecycleJobKind, LifecycleJobPayloads } from './lifecycle-jobs.ts';
@@ -225,42 +226,48 @@ export class VerificationStore {
    */
   async insert(verification: NewVerification, connections: Array<{ platform: Platform; status: ConnectionStatus }>): Promise<void> {
     this.insertedHere.set(verification.id, verification.status);
-    await this.trx('verifications').insert({
-      id: verification.id,
-      lender_id: verification.lenderId,
-      obligor_reference: verification.obligorReference,
-      creator_platforms: JSON.stringify(verification.creatorPlatforms),
-      lender_name: verification.lenderName,
-      product_type: verification.productType,
-      declared_monthly_obligations_eur: verification.declaredMonthlyObligationsEur,
-      status: verification.status,
-      consent_token_hash: verification.consentTokenHash,
-      consent_url: '',
-      consent_token_sealed: this.links.seal(verification.consentToken),
-      expires_at: verification.expiresAt,
-      created_at: verification.createdAt,
-      updated_at: verification.createdAt,
-      completed_at: verification.completedAt,
-      tape_schema_version: verification.tapeSchemaVersion,
-    });
+    await writeWithNextStatement(
+      this.trx,
+      this.trx('verifications').insert({
+        id: verification.id,
+        lender_id: verification.lenderId,
+        obligor_reference: verification.obligorReference,
+        creator_platforms: JSON.stringify(verification.creatorPlatforms),
+        lender_name: verification.lenderName,
+        product_type: verification.productType,
+        declared_monthly_obligations_eur: verification.declaredMonthlyObligationsEur,
+        status: verification.status,
+        consent_token_hash: verification.consentTokenHash,
+        consent_url: '',
+        consent_token_sealed: this.links.seal(verification.consentToken),
+        expires_at: verification.expiresAt,
+        created_at: verification.createdAt,
+        updated_at: verification.createdAt,
+        completed_at: verification.completedAt,
+        tape_schema_version: verification.tapeSchemaVersion,
+      }),
+    );
     await this.setConnections(verification.id, connections, verification.createdAt);
   }
 
   async setConnections(verificationId: string, connections: Array<{ platform: Platform; status: ConnectionStatus }>, at: string): Promise<void> {
     if (connections.length === 0) return;
-    await this.trx('platform_connections')
-      .insert(
-        connections.map((c) => ({
-          verification_id: verificationId,
-          platform: c.platform,
-          status: c.status,
-          updated_at: at,
-          // When access ended, for the data-protection report.
-          revoked_at: c.status === 'revoked' || c.status === 'error' ? at : null,
-        })),
-      )
-      .onConflict(['verification_id', 'platform'])
-      .merge(['status', 'updated_at', 'revoked_at']);
+    await writeWithNextStatement(
+      this.trx,
+      this.trx('platform_connections')
+        .insert(
+          connections.map((c) => ({
+            verification_id: verificationId,
+            platform: c.platform,
+            status: c.status,
+            updated_at: at,
+            // When access ended, for the data-protection report.
+            revoked_at: c.status === 'revoked' || c.status === 'error' ? at : null,
+          })),
+        )
+        .onConflict(['verification_id', 'platform'])
+        .merge(['status', 'updated_at', 'revoked_at']),
+    );
   }
 
   /** The lender's verifications among `ids`, locked (on PostgreSQL) until the transaction ends. */
@@ -327,14 +334,17 @@ export class VerificationStore {
       const updated = await this.trx('verifications').where({ id: verificationId, status: transition.from }).update(columns);
       if (updated !== 1) throw new Error(`verification ${verificationId} is no longer ${transition.from}`);
     }
-    await this.trx('verification_transitions').insert({
-      verification_id: verificationId,
-      from_status: transition.from,
-      to_status: transition.to,
-      trigger: transition.trigger,
-      reason: change.reason,
-      at: change.at,
-    });
+    await writeWithNextStatement(
+      this.trx,
+      this.trx('verification_transitions').insert({
+        verification_id: verificationId,
+        from_status: transition.from,
+        to_status: transition.to,
+        trigger: transition.trigger,
+        reason: change.reason,
+        at: change.at,
+      }),
+    );
   }
 
   /** Stores the event with its exact body bytes (what is signed and sent) and publishes it to the outbox's subscribers. */
@@ -372,15 +382,18 @@ export class VerificationStore {
 
   /** Stores the tape with the income it was scored from, and tells the tape listeners (peer benchmarks). */
   async saveTape(verification: { id: string; lenderId: string }, scored: ScoredTape, generatedAt: string): Promise<void> {
-    await this.trx('tapes')
-      .insert({
-        verification_id: verification.id,
-        tape: JSON.stringify(scored.tape),
-        generated_at: generatedAt,
-        scoring_input: JSON.stringify(scored.platforms),
-      })
-      .onConflict('verification_id')
-      .merge(['tape', 'generated_at', 'scoring_input']);
+    await writeWithNextStatement(
+      this.trx,
+      this.trx('tapes')
+        .insert({
+          verification_id: verification.id,
+          tape: JSON.stringify(scored.tape),
+          generated_at: generatedAt,
+          scoring_input: JSON.stringify(scored.platforms),
+        })
+        .onConflict('verification_id')
+        .merge(['tape', 'generated_at', 'scoring_input']),
+    );
     for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, scored.tape);
   }
 
@@ -466,9 +479,12 @@ export class VerificationStore {
   }
 
   async storeIdempotentResponse(lenderId: string, key: string, status: number, body: unknown, verificationId: string): Promise<void> {
-    await this.trx('idempotency_keys')
-      .where({ lender_id: lenderId, idempotency_key: key })
-      .update({ response_status: status, response_body: JSON.stringify(body), verification_id: verificationId });
+    await writeWithNextStatement(
+      this.trx,
+      this.trx('idempotency_keys')
+        .where({ lender_id: lenderId, idempotency_key: key })
+        .update({ response_status: status, response_body: JSON.stringify(body), verification_id: verificationId }),
+    );
   }
 }
 

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Dialect } from '../platform/db/database.ts';
 import { chunks } from '../platform/db/chunks.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
+import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
 
 export interface WebhookEndpoint {
   id: string;
@@ -214,27 +215,30 @@ export class WebhooksRepository {
     nextAttemptAt: string,
   ): Promise<void> {
     const trx = transactionOf(unit);
-    await trx('webhook_events').insert({ event_id: event.id, lender_id: event.lenderId, body: event.body });
+    await writeWithNextStatement(trx, trx('webhook_events').insert({ event_id: event.id, lender_id: event.lenderId, body: event.body }));
     await this.insertDeliveries(trx, deliveries, nextAttemptAt);
   }
 
   private async insertDeliveries(trx: Knex, deliveries: NewDelivery[], nextAttemptAt: string): Promise<void> {
     if (deliveries.length === 0) return;
-    await trx('webhook_deliveries').insert(
-      deliveries.map((d) => ({
-        id: d.id,
-        webhook_id: d.webhookId,
-        lender_id: d.lenderId,
-        event_id: d.eventId,
-        event_name: d.eventName,
-        verification_id: d.verificationId,
-        event_sequence: d.eventSequence,
-        status: 'pending',
-        attempts: 0,
-        next_attempt_at: nextAttemptAt,
-        replay_of: d.replayOf,
-        created_at: d.createdAt,
-      })),
+    await writeWithNextStatement(
+      trx,
+      trx('webhook_deliveries').insert(
+        deliveries.map((d) => ({
+          id: d.id,
+          webhook_id: d.webhookId,
+          lender_id: d.lenderId,
+          event_id: d.eventId,
+          event_name: d.eventName,
+          verification_id: d.verificationId,
+          event_sequence: d.eventSequence,
+          status: 'pending',
+          attempts: 0,
+          next_attempt_at: nextAttemptAt,
+          replay_of: d.replayOf,
+          created_at: d.createdAt,
+        })),
+      ),
     );
   }
 

@@ -6,6 +6,7 @@ import { databaseQueryErrors } from '../metrics/metrics.ts';
 import { migrations } from './migrations/index.ts';
 import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
 import { WRITER_SESSIONS, waitingSqliteWriter } from './sqlite-writer.ts';
+import { PostgresKeepingWrites } from './writes-with-next-statement.ts';
 
 export type { Knex };
 export type Dialect = 'sqlite' | 'postgres';
@@ -99,7 +100,8 @@ function sqliteReaderConfig(databaseUrl: string, connections: number): Knex.Conf
 
 function postgresConfig(databaseUrl: string): Knex.Config {
   return {
-    client: 'pg',
+    // Knex's own client, sending writes nothing waits for with the next statement (writes-with-next-statement.ts).
+    client: PostgresKeepingWrites as unknown as typeof Knex.Client,
     // Every wait on the database is bounded (README, "Timeouts"): connecting, a
     // statement on the server, and the client's wait for an answer, which is what still ends when the
     // server is frozen rather than down. A request then gets 503 instead of hanging.

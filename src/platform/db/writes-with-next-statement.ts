@@ -1,0 +1,115 @@
+import { createRequire } from 'node:module';
+import type { Knex } from 'knex';
+
+/**
+ * Writes nothing waits for, sent on PostgreSQL with the transaction's next statement. A creation
+ * makes about a dozen statements in its transaction, and on PostgreSQL each is a round trip: the
+ * server's time per creation went more to receiving, parsing and answering statements than to
+ * running them, and the event loop's to writing them to the socket (docs/performance.md). A write
+ * that returns nothing the caller reads (an insert without `returning`, an update whose count is not
+ * checked) is kept until the transaction's next statement, and then sent in front of it, in the same
+ * statement, as a data-modifying `WITH` query: PostgreSQL runs every such query once and to the
+ * end, whatever the main statement reads, and checks foreign keys at the end of the whole statement.
+ *
+ * A `WITH` query's changes are not visible to the rest of its statement, so kept writes travel in
+ * front of a statement only when that statement names none of their tables; otherwise, and in front
+ * of a transaction's own statements (`SAVEPOINT`, `COMMIT`), they are sent alone first. Two kept
+ * writes on one table are never sent together either (a row changed twice in one statement is an
+ * error). A `ROLLBACK` drops them: they would have been undone. An error in a kept write fails the
+ * statement it travels with, and so the transaction, as it would have failed it on its own.
+ *
+ * On SQLite (a synchronous library in the process, no round trip to save), or outside a
+ * transaction, the write runs at once.
+ */
+export async function writeWithNextStatement(trx: Knex, write: Knex.QueryBuilder): Promise<void> {
+  const client = trx.client as Partial<WriteKeeper> & { acquireConnection(): Promise<object> };
+  // Compiled only where it can be kept: Knex compiles the write again when it runs.
+  const compiled = client.keepWrite && trx.isTransaction ? write.toSQL() : null;
+  const table = compiled && !Array.isArray(compiled) ? /^(?:insert into|update|delete from) "([^"]+)"/.exec(compiled.sql)?.[1] : undefined;
+  if (!client.keepWrite || !compiled || table === undefined) {
+    await write;
+    return;
+  }
+  await client.keepWrite(await client.acquireConnection(), { sql: compiled.sql, bindings: compiled.bindings, table });
+}
+
+interface KeptWrite {
+  sql: string;
+  bindings: readonly unknown[];
+  table: string;
+}
+
+interface WriteKeeper {
+  keepWrite(connection: object, write: KeptWrite): Promise<void>;
+}
+
+/** What Knex passes its client's `query`: a statement it built, or a transaction's own SQL text. */
+type QueryObject = { sql: string; bindings?: readonly unknown[]; method?: string; options?: object; [key: string]: unknown };
+
+interface PostgresClient {
+  query(connection: object, query: string | QueryObject): Promise<unknown>;
+}
+type ClientClass = new (config: Knex.Config) => PostgresClient;
+
+// Knex exports its dialect clients only by path, untyped.
+const KnexPostgres = createRequire(import.meta.url)('knex/lib/dialects/postgres/index.js') as ClientClass;
+
+/** Statements a kept write may travel in front of: one plain statement, without a `WITH` of its own. */
+const CARRIER = /^\s*(?:select|insert|update|delete)\b/i;
+const ROLLBACK = /^\s*rollback\b/i;
+
+/**
+ * The writes kept per connection. Not a field of the client: a transaction's client is a new object
+ * made from the client's prototype (Knex's makeTxClient), without the fields of the one it came from.
+ */
+const keptWrites = new WeakMap<object, KeptWrite[]>();
+
+/**
+ * Knex's PostgreSQL client, keeping writes per connection until its next statement. Knex runs every
+ * statement of a connection, a transaction's own included, through `query`, and a transaction's
+ * client is made from this class's prototype, so nothing on the connection goes past it.
+ */
+export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
+  constructor(config: Knex.Config) {
+    // Knex picks the dialect from `client`; the rest of the service reads it as 'pg'.
+    super({ ...config, client: 'pg' });
+  }
+
+  async keepWrite(connection: object, write: KeptWrite): Promise<void> {
+    const kept = keptWrites.get(connection) ?? [];
+    if (kept.some((earlier) => earlier.table === write.table)) {
+      keptWrites.delete(connection);
+      await super.query(connection, { ...withQueries(kept, 'select 1'), method: 'raw', options: {} });
+      keptWrites.set(connection, [write]);
+      return;
+    }
+    kept.push(write);
+    keptWrites.set(connection, kept);
+  }
+
+  override async query(connection: object, query: string | QueryObject): Promise<unknown> {
+    const kept = keptWrites.get(connection);
+    if (!kept) return super.query(connection, query);
+    keptWrites.delete(connection);
+    const statement: QueryObject = typeof query === 'string' ? { sql: query } : query;
+    if (ROLLBACK.test(statement.sql)) return super.query(connection, query);
+    if (CARRIER.test(statement.sql) && !kept.some((write) => names(statement.sql, write.table))) {
+      return super.query(connection, { ...statement, ...withQueries(kept, statement.sql, statement.bindings ?? []) });
+    }
+    await super.query(connection, { ...withQueries(kept, 'select 1'), method: 'raw', options: {} });
+    return super.query(connection, query);
+  }
+}
+
+/** `statement` with the kept writes in front of it as `WITH` queries, their bindings first. */
+function withQueries(kept: KeptWrite[], statement: string, bindings: readonly unknown[] = []): { sql: string; bindings: unknown[] } {
+  return {
+    sql: `with ${kept.map((write, i) => `kept_write_${i} as (${write.sql})`).join(', ')} ${statement}`,
+    bindings: [...kept.flatMap((write) => write.bindings), ...bindings],
+  };
+}
+
+/** Whether the SQL text names the table (quoted as Knex writes it, or bare as hand-written SQL does). */
+function names(sql: string, table: string): boolean {
+  return new RegExp(`(^|[^\\w$])"?${table}"?($|[^\\w$])`, 'i').test(sql);
+}

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import type { Knex } from 'knex';
+import knex, { type Knex } from 'knex';
 import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
 import { openDatabase, type Database } from './database.ts';
-import { writeWithNextStatement } from './writes-with-next-statement.ts';
+import { PostgresKeepingWrites, writeWithNextStatement } from './writes-with-next-statement.ts';
 
 for (const factory of testDatabases()) {
   describe(`writes sent with the next statement on ${factory.name}`, () => {
@@ -115,6 +115,48 @@ for (const factory of testDatabases()) {
         await writeWithNextStatement(trx, trx('kept_children').insert({ parent_id: 'outer' }));
       });
       assert.deepEqual([await parents(), await children()], [['outer@1'], ['outer']]);
+    });
+
+    it('rolls back a transaction whose kept writes fail just before its commit, and its connection serves the next one', async function () {
+      // On SQLite the write fails at once, in the statement's own call.
+      if (!postgres()) return this.skip();
+      // One connection, so the next transaction gets the one the failed transaction had.
+      const single = knex({ client: PostgresKeepingWrites as unknown as typeof Knex.Client, connection: testDb.url, pool: { min: 1, max: 1 } });
+      try {
+        await assert.rejects(
+          single.transaction(async (trx) => {
+            await writeWithNextStatement(trx, trx('kept_parents').insert({ id: 'p1', version: 1 }));
+            await writeWithNextStatement(trx, trx('kept_children').insert({ parent_id: 'p2' }));
+          }),
+          /foreign key/i,
+        );
+        // Left inside its transaction, the connection refused the next one ("current transaction is aborted").
+        await single.transaction(async (trx) => {
+          await trx('kept_parents').insert({ id: 'next', version: 1 });
+        });
+      } finally {
+        await single.destroy();
+      }
+      assert.deepEqual([await parents(), await children()], [['next@1'], []]);
+    });
+
+    it('keeps every write asked for at once on one transaction, on one table or several', async () => {
+      await db.knex.transaction(async (trx) => {
+        await Promise.all([
+          writeWithNextStatement(trx, trx('kept_parents').insert({ id: 'p1', version: 1 })),
+          writeWithNextStatement(trx, trx('kept_parents').insert({ id: 'p2', version: 1 })),
+          writeWithNextStatement(trx, trx('kept_parents').insert({ id: 'p3', version: 1 })),
+        ]);
+        await writeWithNextStatement(trx, trx('kept_children').insert({ parent_id: 'p3' }));
+      });
+      assert.deepEqual([await parents(), await children()], [['p1@1', 'p2@1', 'p3@1'], ['p3']]);
+    });
+
+    it('refuses a write on a transaction that has ended, as Knex refuses any statement there', async () => {
+      const trx = await db.knex.transaction();
+      await trx.commit();
+      await assert.rejects(writeWithNextStatement(trx, trx('kept_parents').insert({ id: 'late', version: 1 })), /already complete/);
+      assert.deepEqual(await parents(), []);
     });
 
     it('runs a write at once outside a transaction', async () => {

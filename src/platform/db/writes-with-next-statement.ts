@@ -23,8 +23,10 @@ import type { Knex } from 'knex';
  */
 export async function writeWithNextStatement(trx: Knex, write: Knex.QueryBuilder): Promise<void> {
   const client = trx.client as Partial<WriteKeeper> & { acquireConnection(): Promise<object> };
-  // Compiled only where it can be kept: Knex compiles the write again when it runs.
-  const compiled = client.keepWrite && trx.isTransaction ? write.toSQL() : null;
+  // Compiled only where it can be kept: Knex compiles the write again when it runs. A write on a
+  // transaction that has ended runs, so that Knex refuses it as it refuses any statement there: the
+  // connection may already be another transaction's.
+  const compiled = client.keepWrite && trx.isTransaction && !(trx as Knex.Transaction).isCompleted() ? write.toSQL() : null;
   const table = compiled && !Array.isArray(compiled) ? /^(?:insert into|update|delete from) "([^"]+)"/.exec(compiled.sql)?.[1] : undefined;
   if (!client.keepWrite || !compiled || table === undefined) {
     await write;
@@ -57,6 +59,7 @@ const KnexPostgres = createRequire(import.meta.url)('knex/lib/dialects/postgres/
 /** Statements a kept write may travel in front of: one plain statement, without a `WITH` of its own. */
 const CARRIER = /^\s*(?:select|insert|update|delete)\b/i;
 const ROLLBACK = /^\s*rollback\b/i;
+const COMMIT = /^\s*commit\b/i;
 
 /**
  * The writes kept per connection. Not a field of the client: a transaction's client is a new object
@@ -66,8 +69,9 @@ const keptWrites = new WeakMap<object, KeptWrite[]>();
 
 /**
  * Knex's PostgreSQL client, keeping writes per connection until its next statement. Knex runs every
- * statement of a connection, a transaction's own included, through `query`, and a transaction's
- * client is made from this class's prototype, so nothing on the connection goes past it.
+ * statement of a connection, a transaction's own included, through `query` (streams aside, which
+ * the service does not use in a transaction), and a transaction's client is made from this class's
+ * prototype, so no statement on the connection goes past it.
  */
 export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
   constructor(config: Knex.Config) {
@@ -76,15 +80,16 @@ export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
   }
 
   async keepWrite(connection: object, write: KeptWrite): Promise<void> {
-    const kept = keptWrites.get(connection) ?? [];
-    if (kept.some((earlier) => earlier.table === write.table)) {
+    // Read again after each send: another write of the transaction may have been kept meanwhile.
+    for (;;) {
+      const kept = keptWrites.get(connection) ?? [];
+      if (!kept.some((earlier) => earlier.table === write.table)) {
+        keptWrites.set(connection, [...kept, write]);
+        return;
+      }
       keptWrites.delete(connection);
-      await super.query(connection, { ...withQueries(kept, 'select 1'), method: 'raw', options: {} });
-      keptWrites.set(connection, [write]);
-      return;
+      await this.sendAlone(connection, kept, null);
     }
-    kept.push(write);
-    keptWrites.set(connection, kept);
   }
 
   override async query(connection: object, query: string | QueryObject): Promise<unknown> {
@@ -96,8 +101,28 @@ export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
     if (CARRIER.test(statement.sql) && !kept.some((write) => names(statement.sql, write.table))) {
       return super.query(connection, { ...statement, ...withQueries(kept, statement.sql, statement.bindings ?? []) });
     }
-    await super.query(connection, { ...withQueries(kept, 'select 1'), method: 'raw', options: {} });
+    await this.sendAlone(connection, kept, statement.sql);
     return super.query(connection, query);
+  }
+
+  /**
+   * Sends the kept writes on their own, before `next`. If they fail before a `COMMIT`, the
+   * transaction is rolled back here: Knex, its `COMMIT` failed, would end the transaction without a
+   * `ROLLBACK` and put the connection back in its pool still inside it (aborted, or, after a
+   * client-side timeout, open with the writes done). A connection that cannot be rolled back is
+   * marked for Knex's pool to destroy instead of lending it again.
+   */
+  private async sendAlone(connection: object, kept: KeptWrite[], next: string | null): Promise<void> {
+    try {
+      await super.query(connection, { ...withQueries(kept, 'select 1'), method: 'raw', options: {} });
+    } catch (error) {
+      if (next !== null && COMMIT.test(next)) {
+        await super.query(connection, 'ROLLBACK').catch((rollbackError: unknown) => {
+          (connection as { __knex__disposed?: unknown }).__knex__disposed = rollbackError;
+        });
+      }
+      throw error;
+    }
   }
 }
 

@@ -55,6 +55,8 @@ export class BenchmarksRepository {
   /** How many of this process's open transactions count in each shard. */
   private readonly countingIn: number[];
   private readonly shardOfTransaction = new WeakMap<Knex.Transaction, number>();
+  /** The tapes each open unit of work has recorded, counted just before it commits. */
+  private readonly recordedIn = new WeakMap<UnitOfWork, Map<string, Member>>();
 
   constructor(
     private readonly knex: Knex,
@@ -67,27 +69,51 @@ export class BenchmarksRepository {
   /**
    * Counts the tape in its cohort, in place of what it counted as before (a tape scored again), in
    * the unit of work just before it commits: the counters' row locks are then held for the commit
-   * alone, not for the rest of the unit's statements.
+   * alone, not for the rest of the unit's statements. Every tape a unit records is counted in one
+   * pass, so its counters change in the order of their keys however many tapes it records.
    */
   async record(unit: UnitOfWork, member: Member): Promise<void> {
-    unit.beforeCommit(() => this.countNow(transactionOf(unit), member));
+    const recorded = this.recordedIn.get(unit);
+    if (recorded) {
+      recorded.set(member.verificationId, member);
+      return;
+    }
+    const members = new Map([[member.verificationId, member]]);
+    this.recordedIn.set(unit, members);
+    unit.beforeCommit(() => this.count(transactionOf(unit), [...members.values()]));
   }
 
-  private async countNow(trx: Knex.Transaction, member: Member): Promise<void> {
-    // A first tape (every creation) is counted by the add alone, without first looking for a count
-    // to take back; only a tape counted before meets its own member row and is replaced, in the
-    // shard it was counted in: moved to another, two tapes re-scored at once could each hold rows
-    // of the shard the other moves to, and PostgreSQL would abort one as a deadlock.
-    if ((await this.add(trx, [member])) === 1) return;
-    const [counted] = await trx<MemberRow>('benchmark_members').where({ verification_id: member.verificationId });
-    if (!counted) return;
+  /** Counts the unit's tapes (the latest score of each) in one pass of counter changes. */
+  private async count(trx: Knex.Transaction, members: Member[]): Promise<void> {
+    // A first tape (every creation) is counted by its member row's insert alone, without first
+    // looking for a count to take back; only a tape counted before meets its own member row and is
+    // replaced, in the shard it was counted in: moved to another, two tapes re-scored at once could
+    // each hold rows of the shard the other moves to, and PostgreSQL would abort one as a deadlock.
     const changes = new CounterChanges();
-    changes.count(counted.shard, counted.product_type, counted.lender_id, JSON.parse(counted.buckets) as Member['buckets'], -1);
-    changes.count(counted.shard, member.productType, member.lenderId, member.buckets, +1);
+    const added = await this.insertMembers(trx, members, changes);
+    const recounted = members.filter((member) => !added.has(member.verificationId));
+    const counted = new Map(
+      recounted.length === 0
+        ? []
+        : (
+            await trx<MemberRow>('benchmark_members').whereIn(
+              'verification_id',
+              recounted.map((member) => member.verificationId),
+            )
+          ).map((row) => [row.verification_id, row]),
+    );
+    for (const member of recounted) {
+      const before = counted.get(member.verificationId);
+      if (!before) continue;
+      changes.count(before.shard, before.product_type, before.lender_id, JSON.parse(before.buckets) as Member['buckets'], -1);
+      changes.count(before.shard, member.productType, member.lenderId, member.buckets, +1);
+    }
     await changes.apply(trx);
-    await trx('benchmark_members')
-      .where({ verification_id: member.verificationId })
-      .update({ lender_id: member.lenderId, product_type: member.productType, buckets: JSON.stringify(member.buckets) });
+    for (const member of recounted.filter((m) => counted.has(m.verificationId))) {
+      await trx('benchmark_members')
+        .where({ verification_id: member.verificationId })
+        .update({ lender_id: member.lenderId, product_type: member.productType, buckets: JSON.stringify(member.buckets) });
+    }
   }
 
   /** Takes erased tapes out of their cohorts. */
@@ -100,7 +126,8 @@ export class BenchmarksRepository {
    * The shard the transaction counts in: the one fewest of this process's open transactions count
    * in, looked for from a random start so that several processes spread as well. The transaction
    * keeps it until it ends, committed or rolled back, however many tapes it counts: counting in two
-   * shards, it could hold rows of a shard another transaction holds rows of the other one of.
+   * shards, it could hold rows of a shard another transaction holds rows of the other one of. (A
+   * nested transaction, a savepoint, would count as one of its own; the service nests none.)
    */
   private shardFor(trx: Knex.Transaction): number {
     const held = this.shardOfTransaction.get(trx);
@@ -120,7 +147,11 @@ export class BenchmarksRepository {
 
   /** Adds many members at once (a catch-up, or a benchmark run); those already counted are skipped. */
   async addMany(members: Member[]): Promise<void> {
-    await this.knex.transaction((trx) => this.add(trx, members));
+    await this.knex.transaction(async (trx) => {
+      const changes = new CounterChanges();
+      await this.insertMembers(trx, members, changes);
+      await changes.apply(trx);
+    });
   }
 
   /** Completed tapes not yet counted (stored before benchmarks existed): counted once at start-up. */
@@ -174,10 +205,11 @@ export class BenchmarksRepository {
   }
 
   /**
-   * Counts the members not counted yet, in the transaction's shard; one already counted (another
-   * process's catch-up got there first) is left as it is. Returns how many it counted.
+   * Inserts the member rows of the candidates not counted yet, in the transaction's shard, and adds
+   * them to `changes`; one already counted (another process's catch-up got there first, or a tape
+   * scored again) is left as it is. Returns the ids of those it inserted.
    */
-  private async add(trx: Knex.Transaction, candidates: Member[]): Promise<number> {
+  private async insertMembers(trx: Knex.Transaction, candidates: Member[], changes: CounterChanges): Promise<Set<string>> {
     const shard = this.shardFor(trx);
     const inserted = new Set<string>();
     for (const chunk of chunks(candidates, 200)) {
@@ -196,12 +228,8 @@ export class BenchmarksRepository {
         .returning<Array<{ verification_id: string }>>('verification_id');
       for (const row of rows) inserted.add(row.verification_id);
     }
-    const members = candidates.filter((m) => inserted.has(m.verificationId));
-    if (members.length === 0) return 0;
-    const changes = new CounterChanges();
-    for (const member of members) changes.count(shard, member.productType, member.lenderId, member.buckets, +1);
-    await changes.apply(trx);
-    return members.length;
+    for (const member of candidates) if (inserted.has(member.verificationId)) changes.count(shard, member.productType, member.lenderId, member.buckets, +1);
+    return inserted;
   }
 
   /** Takes the members out of the shards they were counted in. */

@@ -211,6 +211,25 @@ for (const factory of testDatabases()) {
       );
     });
 
+    it('counts every tape a unit records once, at its latest score, a first tape and a re-scored one alike', async () => {
+      const [first, rescored] = await members(2, 2);
+      await inUnitOfWork(db.knex, (unit) => repository.record(unit, { ...rescored!, buckets: { platform_hhi: bucketOf('platform_hhi', 0.1) } }));
+      await inUnitOfWork(db.knex, async (unit) => {
+        await repository.record(unit, { ...first!, buckets: { platform_hhi: bucketOf('platform_hhi', 0.1) } });
+        await repository.record(unit, { ...rescored!, buckets: { platform_hhi: bucketOf('platform_hhi', 0.9) } });
+        await repository.record(unit, { ...first!, buckets: { platform_hhi: bucketOf('platform_hhi', 0.5) } });
+      });
+      const counted = await shardCounts();
+      assert.deepEqual(counted.stored, counted.expected);
+      assert.deepEqual(
+        (await repository.cohort('rbf')).distributions.platform_hhi!.counts,
+        new Map([
+          [bucketOf('platform_hhi', 0.5), 1],
+          [bucketOf('platform_hhi', 0.9), 1],
+        ]),
+      );
+    });
+
     it('gives transactions open at once a shard each while shards are free, one shard for all the tapes a transaction counts', async function () {
       // SQLite's single writer runs one transaction at a time: none are open at once to spread.
       if (db.dialect !== 'postgres') return this.skip();

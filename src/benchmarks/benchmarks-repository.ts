@@ -80,7 +80,11 @@ export class BenchmarksRepository {
     }
     const members = new Map([[member.verificationId, member]]);
     this.recordedIn.set(unit, members);
-    unit.beforeCommit(() => this.count(transactionOf(unit), [...members.values()]));
+    unit.beforeCommit(() => {
+      // A tape recorded after this step has begun (by a later before-commit step) gets a step of its own.
+      this.recordedIn.delete(unit);
+      return this.count(transactionOf(unit), [...members.values()]);
+    });
   }
 
   /** Counts the unit's tapes (the latest score of each) in one pass of counter changes. */
@@ -118,6 +122,9 @@ export class BenchmarksRepository {
 
   /** Takes erased tapes out of their cohorts. */
   async erase(unit: UnitOfWork, verificationIds: string[]): Promise<Record<string, number>> {
+    // Tapes this unit recorded and has not counted yet are erased before they are counted.
+    const recorded = this.recordedIn.get(unit);
+    for (const id of verificationIds) recorded?.delete(id);
     await this.remove(transactionOf(unit), verificationIds);
     return {};
   }

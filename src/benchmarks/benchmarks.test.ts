@@ -230,6 +230,21 @@ for (const factory of testDatabases()) {
       );
     });
 
+    it('counts a tape a unit records after its counting began, and not one it erases before it commits', async () => {
+      const [erased, late, kept] = await members(3, 3);
+      await inUnitOfWork(db.knex, async (unit) => {
+        await repository.record(unit, erased!);
+        await repository.record(unit, kept!);
+        // Registered after the counting step the first record asked for: it records once that step ran.
+        unit.beforeCommit(() => repository.record(unit, late!));
+        await repository.erase(unit, [erased!.verificationId]);
+      });
+      const counted = await db.knex('benchmark_members').orderBy('verification_id').pluck('verification_id');
+      assert.deepEqual(counted, [late!.verificationId, kept!.verificationId].sort());
+      const shards = await shardCounts();
+      assert.deepEqual(shards.stored, shards.expected);
+    });
+
     it('gives transactions open at once a shard each while shards are free, one shard for all the tapes a transaction counts', async function () {
       // SQLite's single writer runs one transaction at a time: none are open at once to spread.
       if (db.dialect !== 'postgres') return this.skip();

@@ -110,7 +110,7 @@ export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
    * transaction is rolled back here: Knex, its `COMMIT` failed, would end the transaction without a
    * `ROLLBACK` and put the connection back in its pool still inside it (aborted, or, after a
    * client-side timeout, open with the writes done). A connection that cannot be rolled back is
-   * marked for Knex's pool to destroy instead of lending it again.
+   * closed and marked for Knex's pool to destroy instead of lending it again.
    */
   private async sendAlone(connection: object, kept: KeptWrite[], next: string | null): Promise<void> {
     try {
@@ -118,7 +118,11 @@ export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
     } catch (error) {
       if (next !== null && COMMIT.test(next)) {
         await super.query(connection, 'ROLLBACK').catch((rollbackError: unknown) => {
-          (connection as { __knex__disposed?: unknown }).__knex__disposed = rollbackError;
+          // Ended now, so the server undoes the transaction and frees its locks at once, rather than
+          // when the pool next looks at the connection.
+          const pg = connection as { __knex__disposed?: unknown; end?: () => Promise<void> };
+          pg.__knex__disposed = rollbackError;
+          pg.end?.().catch(() => undefined);
         });
       }
       throw error;

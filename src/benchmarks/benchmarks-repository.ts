@@ -96,16 +96,14 @@ export class BenchmarksRepository {
     const changes = new CounterChanges();
     const added = await this.insertMembers(trx, members, changes);
     const recounted = members.filter((member) => !added.has(member.verificationId));
-    const counted = new Map(
-      recounted.length === 0
-        ? []
-        : (
-            await trx<MemberRow>('benchmark_members').whereIn(
-              'verification_id',
-              recounted.map((member) => member.verificationId),
-            )
-          ).map((row) => [row.verification_id, row]),
-    );
+    const counted = new Map<string, MemberRow>();
+    if (recounted.length > 0) {
+      const rows = await trx<MemberRow>('benchmark_members').whereIn(
+        'verification_id',
+        recounted.map((member) => member.verificationId),
+      );
+      for (const row of rows) counted.set(row.verification_id, row);
+    }
     for (const member of recounted) {
       const before = counted.get(member.verificationId);
       if (!before) continue;

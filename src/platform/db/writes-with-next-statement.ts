@@ -138,7 +138,15 @@ function withQueries(kept: KeptWrite[], statement: string, bindings: readonly un
   };
 }
 
+/** A pattern per table name, compiled once: checked against every statement a kept write could travel with. */
+const tableNamePatterns = new Map<string, RegExp>();
+
 /** Whether the SQL text names the table (quoted as Knex writes it, or bare as hand-written SQL does). */
 function names(sql: string, table: string): boolean {
-  return new RegExp(`(^|[^\\w$])"?${table}"?($|[^\\w$])`, 'i').test(sql);
+  let pattern = tableNamePatterns.get(table);
+  if (!pattern) {
+    pattern = new RegExp(`(^|[^\\w$])"?${table}"?($|[^\\w$])`, 'i');
+    tableNamePatterns.set(table, pattern);
+  }
+  return pattern.test(sql);
 }

@@ -111,6 +111,33 @@ for (const factory of testDatabases()) {
       assert.equal(Number(known.headers['x-ratelimit-remaining']), Number(unknown.headers['x-ratelimit-remaining']) - 1);
     });
 
+    it("routes each request to the operation the validator matched, with that operation's path parameters decoded", async () => {
+      const { lender, apiKey } = await lenderWithKey(setup.ctx);
+      await insertVerification(setup.service, lender.id, 'vrf_routedByOperation1');
+      const get = (path: string) => request(setup.service.app).get(path).auth(apiKey, { type: 'bearer' });
+      // A percent-encoded "v" and "_": the handler sees the decoded identifier, as Express's own routes gave it.
+      const status = await get('/api/v1/verifications/%76rf%5FroutedByOperation1');
+      assert.equal(status.status, 200, status.text);
+      assert.equal(status.body.verification_id, 'vrf_routedByOperation1');
+      assert.ok(status.body.platform_connections, 'the status operation answered');
+      // The longer path is another operation (the tape), not the status read with a longer identifier.
+      const tape = await get('/api/v1/verifications/vrf_routedByOperation1/tape');
+      assert.match(tape.body.message, /its tape exists once it is completed/, 'the tape operation answered');
+      const malformed = await get('/api/v1/verifications/%E0%A4%A');
+      assert.equal(malformed.status, 400, malformed.text);
+    });
+
+    it('serves the published documents only at their exact paths (strict, case-sensitive)', async () => {
+      for (const path of ['/openapi.json', '/docs', '/docs/changelog', '/asyncapi.yaml']) {
+        assert.equal((await request(setup.service.app).get(path)).status, 200, path);
+      }
+      for (const path of ['/openapi.json/', '/OPENAPI.json', '/docs/', '/Docs', '/docs/changelog/', '/docsx']) {
+        const response = await request(setup.service.app).get(path);
+        assert.equal(response.status, 404, path);
+        assert.equal(response.body.error, 'not_found', path);
+      }
+    });
+
     it('refuses a gdpr_admin key on lender operations with 403', async () => {
       const { apiKey } = await lenderWithKey(setup.ctx, 'gdpr_admin');
       const response = await request(setup.service.app).get('/api/v1/verifications/vrf_any').auth(apiKey, { type: 'bearer' });

@@ -8,7 +8,8 @@ import { requireRole } from './request-context.ts';
 import { ApiError } from './error-catalogue.ts';
 import { BodyEncodingError, errorHandler } from './error-handler.ts';
 import type { OperationHandler } from './operation-handler.ts';
-import { mountDocs } from './docs.ts';
+import { documents } from './docs.ts';
+import { matchedOperation } from './matched-operation.ts';
 import { requestLog, type ObserveRequest } from './request-log.ts';
 import { rateLimitByKey, type RateLimits } from './rate-limit.ts';
 
@@ -172,6 +173,24 @@ function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
   };
 }
 
+/**
+ * Every operation's handler in one layer, picked by the operation express-openapi-validator has
+ * matched (its route lookup runs before, on every API request). A layer per operation had Express
+ * match each request's path against each operation's pattern in turn, up to twenty of them, before
+ * reaching its own (docs/performance.md). Requests it matched to no operation go on to the 404.
+ */
+function byOperation(routes: Map<string, RequestHandler>): RequestHandler {
+  return (req, res, next) => {
+    const operation = matchedOperation(req);
+    const route = operation && routes.get(operation.operationId);
+    if (!operation || !route) return next();
+    // Express gives each layer the parameters of its own path, none for this one: the operation's
+    // are those the validator matched and checked, decoded as Express decodes them.
+    req.params = operation.pathParams;
+    return route(req, res, next);
+  };
+}
+
 function pending(operationId: OperationId, deliveredBy: string): RequestHandler {
   return () => {
     throw new ApiError('service_unavailable', `${operationId} is not available on this deployment yet (${deliveredBy}).`, {
@@ -211,7 +230,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     next();
   });
 
-  mountDocs(app, apiDocument);
+  app.use(documents(apiDocument));
   for (const page of deps.pages ?? []) app.use(page.path, page.router);
 
   // Authentication first: a caller without a valid key learns nothing about its request body.
@@ -227,24 +246,31 @@ export function createHttpApp(deps: HttpAppDeps): Express {
       reviver: refuseLoneSurrogates,
     }),
   );
+  // Its middlewares (route lookup, security, request and response validation) in one layer.
   app.use(
-    OpenApiValidator.middleware({
-      apiSpec: apiDocument as never,
-      validateRequests: { allowUnknownQueryParameters: false },
-      validateResponses: deps.config.validateResponses ? { removeAdditional: false } : false,
-      validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req, scopes) } },
-      validateFormats: true,
-      ignoreUndocumented: false,
-      ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples|consent|dashboard)(\/|$)/,
-    }),
+    inSeries(
+      OpenApiValidator.middleware({
+        apiSpec: apiDocument as never,
+        validateRequests: { allowUnknownQueryParameters: false },
+        validateResponses: deps.config.validateResponses ? { removeAdditional: false } : false,
+        validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req, scopes) } },
+        validateFormats: true,
+        ignoreUndocumented: false,
+        ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples|consent|dashboard)(\/|$)/,
+      }) as RequestHandler[],
+    ),
   );
 
+  const routes = new Map<string, RequestHandler>();
   for (const operation of operations) {
     const handler = deps.handlers[operation.operationId];
     const deliveredBy = deps.pendingOperations[operation.operationId];
-    const route = handler ? adapt(operation, handler, deps.config.validateResponses) : pending(operation.operationId, deliveredBy ?? 'no handler');
-    app[operation.method](operation.expressPath, route);
+    routes.set(
+      operation.operationId,
+      handler ? adapt(operation, handler, deps.config.validateResponses) : pending(operation.operationId, deliveredBy ?? 'no handler'),
+    );
   }
+  app.use(byOperation(routes));
 
   app.use((_req, _res, next) => next(new ApiError('not_found', 'No such route. See /openapi.json for the operations this service offers.')));
   app.use(errorHandler(deps.logger));

@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import type { ApiOperation } from '../http/api-document.ts';
+import { matchedOperation } from '../http/matched-operation.ts';
 import type { ObserveRequest } from '../http/request-log.ts';
 import { httpRequestDuration, rateLimitRefusals } from './metrics.ts';
 
@@ -29,21 +30,18 @@ const PAGES: Array<[RegExp, string]> = [
 
 /**
  * Counts every finished request, timed by the request log (http/request-log.ts), under its spec
- * operationId and status (and 429s as rate-limit refusals). A request the router matched is found by
- * its route in a map; only requests refused before routing (401, 404, 429, validation errors) have
- * their path matched against the spec's paths. Anything else is `unmatched`, so a scanner's random
+ * operationId and status (and 429s as rate-limit refusals). A request the validator matched to an
+ * operation is found by its operationId in a map; only requests refused before that (401, 404, 429)
+ * have their path matched against the spec's paths. Anything else is `unmatched`, so a scanner's random
  * paths add no series.
  */
 export function requestMetrics(operations: ApiOperation[]): ObserveRequest {
-  const byRoute = new Map<string, Map<string, OperationSeries>>();
+  const byOperationId = new Map<string, OperationSeries>();
   const patterns: Array<{ method: string; pattern: RegExp; series: OperationSeries }> = [];
   for (const operation of operations) {
     const series = new OperationSeries(operation.operationId);
     const method = operation.method.toUpperCase();
-    const methods = byRoute.get(operation.expressPath) ?? new Map<string, OperationSeries>();
-    methods.set(method, series);
-    if (method === 'GET') methods.set('HEAD', series);
-    byRoute.set(operation.expressPath, methods);
+    byOperationId.set(operation.operationId, series);
     const segments = operation.path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
     patterns.push({ method, pattern: new RegExp(`^${segments.join('/')}$`), series });
   }
@@ -53,11 +51,9 @@ export function requestMetrics(operations: ApiOperation[]): ObserveRequest {
   const refusedAddress = rateLimitRefusals.labels('address');
 
   function seriesOf(req: Request): OperationSeries {
-    const route = req.route as { path?: unknown } | undefined;
-    if (typeof route?.path === 'string') {
-      const series = byRoute.get(route.path)?.get(req.method);
-      if (series) return series;
-    }
+    const matched = matchedOperation(req);
+    const series = matched && byOperationId.get(matched.operationId);
+    if (series) return series;
     const path = req.originalUrl.split('?')[0]!;
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     for (const candidate of patterns) if (candidate.method === method && candidate.pattern.test(path)) return candidate.series;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { channel } from 'node:diagnostics_channel';
 import express, { type Express, type RequestHandler, type Response, type Router } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Config } from '../config.ts';
@@ -9,7 +10,7 @@ import { ApiError } from './error-catalogue.ts';
 import { BodyEncodingError, errorHandler } from './error-handler.ts';
 import type { OperationHandler } from './operation-handler.ts';
 import { documents } from './docs.ts';
-import { matchedOperation } from './matched-operation.ts';
+import { matchedOperation, OPERATION_ROUTE_CHANNEL } from './matched-operation.ts';
 import { requestLog, type ObserveRequest } from './request-log.ts';
 import { rateLimitByKey, type RateLimits } from './rate-limit.ts';
 
@@ -179,15 +180,17 @@ function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
  * match each request's path against each operation's pattern in turn, up to twenty of them, before
  * reaching its own (docs/performance.md). Requests it matched to no operation go on to the 404.
  */
-function byOperation(routes: Map<string, RequestHandler>): RequestHandler {
+function byOperation(routes: Map<string, { route: string; handle: RequestHandler }>): RequestHandler {
+  const announced = channel(OPERATION_ROUTE_CHANNEL);
   return (req, res, next) => {
     const operation = matchedOperation(req);
-    const route = operation && routes.get(operation.operationId);
-    if (!operation || !route) return next();
+    const found = operation && routes.get(operation.operationId);
+    if (!operation || !found) return next();
     // Express gives each layer the parameters of its own path, none for this one: the operation's
     // are those the validator matched and checked, decoded as Express decodes them.
     req.params = operation.pathParams;
-    return route(req, res, next);
+    if (announced.hasSubscribers) announced.publish({ route: found.route });
+    return found.handle(req, res, next);
   };
 }
 
@@ -261,14 +264,12 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     ),
   );
 
-  const routes = new Map<string, RequestHandler>();
+  const routes = new Map<string, { route: string; handle: RequestHandler }>();
   for (const operation of operations) {
     const handler = deps.handlers[operation.operationId];
     const deliveredBy = deps.pendingOperations[operation.operationId];
-    routes.set(
-      operation.operationId,
-      handler ? adapt(operation, handler, deps.config.validateResponses) : pending(operation.operationId, deliveredBy ?? 'no handler'),
-    );
+    const handle = handler ? adapt(operation, handler, deps.config.validateResponses) : pending(operation.operationId, deliveredBy ?? 'no handler');
+    routes.set(operation.operationId, { route: operation.expressPath, handle });
   }
   app.use(byOperation(routes));
 

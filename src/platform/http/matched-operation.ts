@@ -14,3 +14,11 @@ export function matchedOperation(req: Request): { operationId: string; pathParam
   const operationId = openapi?.schema?.operationId;
   return operationId === undefined ? undefined : { operationId, pathParams: openapi!.pathParams ?? {} };
 }
+
+/**
+ * Where the app announces, synchronously, the Express-style route of the operation each API request
+ * is handed to (`{ route: '/api/v1/verifications/:verification_id' }`). The operations share one
+ * Express layer (app.ts), so Express's OpenTelemetry instrumentation sees no route of theirs; tracing
+ * subscribes here to name the request's span by it. Nothing is published without a subscriber.
+ */
+export const OPERATION_ROUTE_CHANNEL = 'creator-income-verification:operation-route';

@@ -53,10 +53,30 @@ export async function startTracing(): Promise<{ shutdown(): Promise<void> }> {
     ],
   });
   sdk.start();
+  await nameSpansByOperation();
   const shutdown = () => sdk.shutdown();
   // Buffered spans are flushed while the server drains (server.ts exits once it has drained).
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void shutdown().catch(() => undefined));
   return { shutdown };
+}
+
+/**
+ * The app hands API requests to their operations in one Express layer, so the Express
+ * instrumentation finds no route to name the request's span by; the app announces the operation's
+ * route instead, and it goes where that instrumentation would put it (the span is named
+ * `GET /api/v1/verifications/:verification_id` and gets it as `http.route`).
+ */
+async function nameSpansByOperation(): Promise<void> {
+  const [{ subscribe }, { context }, { getRPCMetadata, RPCType }, { OPERATION_ROUTE_CHANNEL }] = await Promise.all([
+    import('node:diagnostics_channel'),
+    import('@opentelemetry/api'),
+    import('@opentelemetry/core'),
+    import('../http/matched-operation.ts'),
+  ]);
+  subscribe(OPERATION_ROUTE_CHANNEL, (message) => {
+    const metadata = getRPCMetadata(context.active());
+    if (metadata?.type === RPCType.HTTP) metadata.route = (message as { route: string }).route;
+  });
 }
 
 if (tracingRequested(process.env)) await startTracing();

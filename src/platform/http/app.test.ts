@@ -136,6 +136,24 @@ for (const factory of testDatabases()) {
         assert.equal(response.status, 404, path);
         assert.equal(response.body.error, 'not_found', path);
       }
+      // Another method is no route either: Express's router would otherwise answer OPTIONS itself (200, "GET, HEAD").
+      for (const method of ['options', 'post', 'delete'] as const) {
+        const response = await request(setup.service.app)[method]('/openapi.json');
+        assert.equal(response.status, 404, `${method} /openapi.json`);
+        assert.equal(response.body.error, 'not_found', `${method} /openapi.json`);
+      }
+    });
+
+    it('serves the operations outside /api/v1 only at their exact paths too', async () => {
+      for (const path of ['/healthz', '/.well-known/jwks.json']) {
+        assert.equal((await request(setup.service.app).get(path)).status, 200, path);
+      }
+      // express-openapi-validator's own route patterns take a trailing slash; the contract does not.
+      for (const path of ['/healthz/', '/readyz/', '/.well-known/jwks.json/', '/HEALTHZ']) {
+        const response = await request(setup.service.app).get(path);
+        assert.equal(response.status, 404, path);
+        assert.equal(response.body.error, 'not_found', path);
+      }
     });
 
     it('refuses a gdpr_admin key on lender operations with 403', async () => {

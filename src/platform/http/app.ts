@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { assertSchemasCompile, listOperations, type ApiDocument, type ApiOperation, type OperationId } from './api-document.ts';
 import { requireRole } from './request-context.ts';
-import { ApiError } from './error-catalogue.ts';
+import { ApiError, noSuchRoute } from './error-catalogue.ts';
 import { BodyEncodingError, errorHandler } from './error-handler.ts';
 import type { OperationHandler } from './operation-handler.ts';
 import { documents } from './docs.ts';
@@ -160,17 +160,24 @@ export function inSeries(handlers: RequestHandler[]): RequestHandler {
   };
 }
 
+/**
+ * The operation's path as a pattern of exactly its segments: a `{parameter}` is one segment, the rest
+ * literal, with no trailing slash and no other case (D7, P8), as Express's strict, case-sensitive
+ * routes matched it.
+ */
+function exactPathOf(operation: ApiOperation): RegExp {
+  const segments = operation.path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  return new RegExp(`^${segments.join('/')}$`);
+}
+
 /** The contract's API_PREFIX paths as patterns: a `{parameter}` is one path segment, the rest literal. */
 function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
   const routes = operations
     .filter((operation) => operation.path.startsWith(`${API_PREFIX}/`))
-    .map((operation) => {
-      const segments = operation.path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
-      return { method: operation.method.toUpperCase(), pattern: new RegExp(`^${segments.join('/')}$`) };
-    });
+    .map((operation) => ({ method: operation.method.toUpperCase(), pattern: exactPathOf(operation) }));
   return (req, _res, next) => {
     const known = routes.some((route) => (route.method === req.method || (req.method === 'HEAD' && route.method === 'GET')) && route.pattern.test(req.path));
-    next(known ? undefined : new ApiError('not_found', 'No such route. See /openapi.json for the operations this service offers.'));
+    next(known ? undefined : noSuchRoute());
   };
 }
 
@@ -180,12 +187,14 @@ function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
  * match each request's path against each operation's pattern in turn, up to twenty of them, before
  * reaching its own (docs/performance.md). Requests it matched to no operation go on to the 404.
  */
-function byOperation(routes: Map<string, { route: string; handle: RequestHandler }>): RequestHandler {
+function byOperation(routes: Map<string, { route: string; path: RegExp; handle: RequestHandler }>): RequestHandler {
   const announced = channel(OPERATION_ROUTE_CHANNEL);
   return (req, res, next) => {
     const operation = matchedOperation(req);
     const found = operation && routes.get(operation.operationId);
-    if (!operation || !found) return next();
+    // The validator's own patterns also take the path with a trailing slash (`/healthz/`), which is
+    // no path of the contract: that goes on to the 404, as Express's strict routes sent it.
+    if (!operation || !found || !found.path.test(req.path)) return next();
     // Express gives each layer the parameters of its own path, none for this one: the operation's
     // are those the validator matched and checked, decoded as Express decodes them.
     req.params = operation.pathParams;
@@ -264,16 +273,16 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     ),
   );
 
-  const routes = new Map<string, { route: string; handle: RequestHandler }>();
+  const routes = new Map<string, { route: string; path: RegExp; handle: RequestHandler }>();
   for (const operation of operations) {
     const handler = deps.handlers[operation.operationId];
     const deliveredBy = deps.pendingOperations[operation.operationId];
     const handle = handler ? adapt(operation, handler, deps.config.validateResponses) : pending(operation.operationId, deliveredBy ?? 'no handler');
-    routes.set(operation.operationId, { route: operation.expressPath, handle });
+    routes.set(operation.operationId, { route: operation.expressPath, path: exactPathOf(operation), handle });
   }
   app.use(byOperation(routes));
 
-  app.use((_req, _res, next) => next(new ApiError('not_found', 'No such route. See /openapi.json for the operations this service offers.')));
+  app.use((_req, _res, next) => next(noSuchRoute()));
   app.use(errorHandler(deps.logger));
   return app;
 }

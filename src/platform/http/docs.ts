@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import express, { type RequestHandler } from 'express';
+import { noSuchRoute } from './error-catalogue.ts';
 
 const require = createRequire(import.meta.url);
 const swaggerUiDir = dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -75,6 +76,9 @@ export function documents(apiDocument: Record<string, unknown>): RequestHandler 
     res.type('application/javascript').send(docsInit);
   });
   router.use('/docs/assets', express.static(swaggerUiDir, { index: false, fallthrough: false }));
+  // What the routes above do not serve (another method, `/docs/`) is the app's 404, as when they
+  // were the app's own routes; without this, Express's router would answer OPTIONS itself.
+  router.use((_req, _res, next) => next(noSuchRoute()));
   return (req, res, next) => {
     if (!DOCUMENT_PATHS.test(req.path)) return next();
     router(req, res, next);

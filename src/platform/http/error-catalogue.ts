@@ -37,3 +37,8 @@ export class ApiError extends Error {
     this.status = ERROR_CATALOGUE[code].status;
   }
 }
+
+/** A path or method the contract does not have (D7, P8): one answer wherever it is found out. */
+export function noSuchRoute(): ApiError {
+  return new ApiError('not_found', 'No such route. See /openapi.json for the operations this service offers.');
+}

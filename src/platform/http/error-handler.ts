@@ -2,7 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import type { Logger } from '../logger.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { DomainError, type DomainErrorKind } from '../domain-error.ts';
-import { ApiError, type ErrorCode, type ErrorDetail } from './error-catalogue.ts';
+import { ApiError, noSuchRoute, type ErrorCode, type ErrorDetail } from './error-catalogue.ts';
 
 /**
  * Thrown by the JSON parser's hooks (app.ts) for a body that is not well-formed Unicode; answered as
@@ -110,7 +110,7 @@ export function toApiError(error: unknown, logger: Logger): ApiError {
     // D7: wrong methods are answered like unknown routes.
     case 404:
     case 405:
-      return new ApiError('not_found', 'No such route. See /openapi.json for the operations this service offers.');
+      return noSuchRoute();
     case 413:
       return new ApiError('bad_request', 'The request body is larger than 256 KiB.');
     case 415:

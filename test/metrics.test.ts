@@ -183,6 +183,8 @@ for (const factory of testDatabases()) {
       assert.equal((await api('/api/v1/verifications/vrf_doesnotexist')).status, 404);
       assert.equal((await api('/api/v1/verifications', { method: 'POST', body: { obligor_reference: '' } })).status, 400);
       assert.equal((await api('/api/v1/no-such-thing')).status, 404);
+      // A trailing slash is no operation's path, though the validator's own patterns take it.
+      assert.equal((await api('/healthz/', { apiKey: null })).status, 404);
       // The limited key's fourth request in its minute is refused.
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) statuses.push((await api(`/api/v1/verifications/${verificationIds[0]}`, { apiKey: limitedKey.api_key })).status);
@@ -212,8 +214,9 @@ for (const factory of testDatabases()) {
       assert.equal(count({ operation: 'getVerification', status: '401' }), 1);
       assert.equal(count({ operation: 'getVerification', status: '404' }), 1);
       assert.equal(count({ operation: 'getVerification', status: '429' }), 2);
-      // /api/v1/no-such-thing, and /metrics asked of the API port by the test before.
-      assert.equal(count({ operation: 'unmatched', status: '404' }), 2);
+      // /api/v1/no-such-thing, /healthz/, and /metrics asked of the API port by the test before.
+      assert.equal(count({ operation: 'unmatched', status: '404' }), 3);
+      assert.equal(count({ operation: 'getHealth', status: '404' }), 0);
       assert.ok(count({ operation: 'getReadiness', status: '200' }) >= 1, 'the start-up probe');
       const seconds = total(samples, 'civ_http_request_duration_seconds_sum', { operation: 'createVerification', status: '201' });
       assert.ok(seconds > 0 && seconds / 7 < 5, `mean create latency ${seconds / 7} s`);

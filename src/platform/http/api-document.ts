@@ -12,6 +12,12 @@ export interface ApiOperation {
   path: string;
   /** The same path in Express 5 syntax, e.g. `/api/v1/verifications/:verification_id`. */
   expressPath: string;
+  /**
+   * The request paths that are this operation's: a `{parameter}` is one segment, the rest literal,
+   * with no trailing slash and no other case (D7, P8), as Express's strict, case-sensitive routes
+   * match; tested against the raw (undecoded) path.
+   */
+  exactPath: RegExp;
   /** Roles allowed by the operation's bearer security requirement; empty for public operations. */
   roles: string[];
   /** Names of the header parameters, as the spec spells them. */
@@ -72,6 +78,11 @@ export function loadApiDocument(): ApiDocument {
   return JSON.parse(readFileSync(BUNDLED_SPEC, 'utf8')) as ApiDocument;
 }
 
+function exactPathOf(path: string): RegExp {
+  const segments = path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  return new RegExp(`^${segments.join('/')}$`);
+}
+
 export function listOperations(doc: ApiDocument): ApiOperation[] {
   return Object.entries(doc.paths).flatMap(([path, item]) =>
     METHODS.flatMap((method) => {
@@ -85,6 +96,7 @@ export function listOperations(doc: ApiDocument): ApiOperation[] {
           method,
           path,
           expressPath: path.replace(/\{([^}]+)\}/g, ':$1'),
+          exactPath: exactPathOf(path),
           roles: security.flatMap((requirement) => requirement.bearerAuth ?? []),
           headerParameters: parameters.filter((p) => p.in === 'header').map((p) => p.name),
           integerQueryParameters: parameters

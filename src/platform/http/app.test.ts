@@ -136,12 +136,17 @@ for (const factory of testDatabases()) {
         assert.equal(response.status, 404, path);
         assert.equal(response.body.error, 'not_found', path);
       }
-      // Another method is no route either: Express's router would otherwise answer OPTIONS itself (200, "GET, HEAD").
-      for (const method of ['options', 'post', 'delete'] as const) {
-        const response = await request(setup.service.app)[method]('/openapi.json');
-        assert.equal(response.status, 404, `${method} /openapi.json`);
-        assert.equal(response.body.error, 'not_found', `${method} /openapi.json`);
+      // Another method is no route either (D7): Express's router would otherwise answer OPTIONS itself
+      // (200, "GET, HEAD"), and express.static other methods on its files (405, an empty body).
+      for (const path of ['/openapi.json', '/docs/assets/swagger-ui.css', '/schemas/']) {
+        for (const method of ['options', 'post', 'put', 'delete'] as const) {
+          const response = await request(setup.service.app)[method](path);
+          assert.equal(response.status, 404, `${method} ${path}`);
+          assert.equal(response.body.error, 'not_found', `${method} ${path}`);
+        }
       }
+      assert.equal((await request(setup.service.app).get('/docs/assets/swagger-ui.css')).status, 200);
+      assert.equal((await request(setup.service.app).head('/docs/assets/swagger-ui.css')).status, 200);
     });
 
     it('serves the operations outside /api/v1 only at their exact paths too', async () => {

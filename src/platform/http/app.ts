@@ -160,21 +160,11 @@ export function inSeries(handlers: RequestHandler[]): RequestHandler {
   };
 }
 
-/**
- * The operation's path as a pattern of exactly its segments: a `{parameter}` is one segment, the rest
- * literal, with no trailing slash and no other case (D7, P8), as Express's strict, case-sensitive
- * routes matched it.
- */
-function exactPathOf(operation: ApiOperation): RegExp {
-  const segments = operation.path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
-  return new RegExp(`^${segments.join('/')}$`);
-}
-
 /** The contract's API_PREFIX paths as patterns: a `{parameter}` is one path segment, the rest literal. */
 function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
   const routes = operations
     .filter((operation) => operation.path.startsWith(`${API_PREFIX}/`))
-    .map((operation) => ({ method: operation.method.toUpperCase(), pattern: exactPathOf(operation) }));
+    .map((operation) => ({ method: operation.method.toUpperCase(), pattern: operation.exactPath }));
   return (req, _res, next) => {
     const known = routes.some((route) => (route.method === req.method || (req.method === 'HEAD' && route.method === 'GET')) && route.pattern.test(req.path));
     next(known ? undefined : noSuchRoute());
@@ -189,7 +179,8 @@ function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
  */
 function byOperation(routes: Map<string, { route: string; path: RegExp; handle: RequestHandler }>): RequestHandler {
   const announced = channel(OPERATION_ROUTE_CHANNEL);
-  return (req, res, next) => {
+  // Named: tracing names the layer's span by it.
+  return function operationHandler(req, res, next) {
     const operation = matchedOperation(req);
     const found = operation && routes.get(operation.operationId);
     // The validator's own patterns also take the path with a trailing slash (`/healthz/`), which is
@@ -278,7 +269,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     const handler = deps.handlers[operation.operationId];
     const deliveredBy = deps.pendingOperations[operation.operationId];
     const handle = handler ? adapt(operation, handler, deps.config.validateResponses) : pending(operation.operationId, deliveredBy ?? 'no handler');
-    routes.set(operation.operationId, { route: operation.expressPath, path: exactPathOf(operation), handle });
+    routes.set(operation.operationId, { route: operation.expressPath, path: operation.exactPath, handle });
   }
   app.use(byOperation(routes));
 

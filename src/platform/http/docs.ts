@@ -40,6 +40,18 @@ const docsInit = `fetch('/openapi.json')
     window.ui = SwaggerUIBundle({ spec: spec, dom_id: '#swagger-ui', deepLinking: true });
   });`;
 
+/**
+ * A folder's files, for GET and HEAD. express.static would answer another method itself, with 405
+ * and an empty body; here it is the app's 404 like any method the contract does not have (D7).
+ */
+function filesIn(folder: string): RequestHandler {
+  const serve = express.static(folder, { index: false, fallthrough: false });
+  return (req, res, next) => {
+    if (req.method === 'GET' || req.method === 'HEAD') serve(req, res, next);
+    else next();
+  };
+}
+
 /** The paths the documents below are served under; nothing else reaches their router. */
 export const DOCUMENT_PATHS = /^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples)(\/|$)/;
 
@@ -62,9 +74,9 @@ export function documents(apiDocument: Record<string, unknown>): RequestHandler 
     res.type('application/yaml').send(asyncApiYaml);
   });
   // The AsyncAPI document refers to ./schemas/...; serving that folder keeps its references resolvable.
-  router.use('/schemas', express.static(new URL('schemas', specDir).pathname, { index: false, fallthrough: false }));
+  router.use('/schemas', filesIn(new URL('schemas', specDir).pathname));
   // The OpenAPI document's tape examples point at ./examples/...; serve them beside it.
-  router.use('/examples', express.static(new URL('examples', specDir).pathname, { index: false, fallthrough: false }));
+  router.use('/examples', filesIn(new URL('examples', specDir).pathname));
   router.get('/docs', (_req, res) => {
     res.type('html').send(docsPage);
   });
@@ -75,11 +87,12 @@ export function documents(apiDocument: Record<string, unknown>): RequestHandler 
   router.get('/docs/init.js', (_req, res) => {
     res.type('application/javascript').send(docsInit);
   });
-  router.use('/docs/assets', express.static(swaggerUiDir, { index: false, fallthrough: false }));
-  // What the routes above do not serve (another method, `/docs/`) is the app's 404, as when they
-  // were the app's own routes; without this, Express's router would answer OPTIONS itself.
+  router.use('/docs/assets', filesIn(swaggerUiDir));
+  // What the routes above do not serve (another method, `/docs/`) is the app's 404 (D7), as when
+  // they were the app's own routes; without this, Express's router would answer OPTIONS itself.
   router.use((_req, _res, next) => next(noSuchRoute()));
-  return (req, res, next) => {
+  // Named: tracing names the layer's span by it.
+  return function publishedDocuments(req, res, next) {
     if (!DOCUMENT_PATHS.test(req.path)) return next();
     router(req, res, next);
   };

@@ -36,14 +36,12 @@ const PAGES: Array<[RegExp, string]> = [
  * paths add no series.
  */
 export function requestMetrics(operations: ApiOperation[]): ObserveRequest {
-  const byOperationId = new Map<string, OperationSeries>();
+  const byOperationId = new Map<string, { pattern: RegExp; series: OperationSeries }>();
   const patterns: Array<{ method: string; pattern: RegExp; series: OperationSeries }> = [];
   for (const operation of operations) {
     const series = new OperationSeries(operation.operationId);
-    const method = operation.method.toUpperCase();
-    byOperationId.set(operation.operationId, series);
-    const segments = operation.path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
-    patterns.push({ method, pattern: new RegExp(`^${segments.join('/')}$`), series });
+    byOperationId.set(operation.operationId, { pattern: operation.exactPath, series });
+    patterns.push({ method: operation.method.toUpperCase(), pattern: operation.exactPath, series });
   }
   const pages = PAGES.map(([pattern, name]) => ({ pattern, series: new OperationSeries(name) }));
   const unmatched = new OperationSeries('unmatched');
@@ -51,10 +49,12 @@ export function requestMetrics(operations: ApiOperation[]): ObserveRequest {
   const refusedAddress = rateLimitRefusals.labels('address');
 
   function seriesOf(req: Request): OperationSeries {
-    const matched = matchedOperation(req);
-    const series = matched && byOperationId.get(matched.operationId);
-    if (series) return series;
     const path = req.originalUrl.split('?')[0]!;
+    // The validator's match, when its path is the operation's exactly: its patterns also take a
+    // trailing slash (`/healthz/`), which is no operation's path and counts as unmatched.
+    const matched = matchedOperation(req);
+    const operation = matched && byOperationId.get(matched.operationId);
+    if (operation?.pattern.test(path)) return operation.series;
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     for (const candidate of patterns) if (candidate.method === method && candidate.pattern.test(path)) return candidate.series;
     for (const page of pages) if (page.pattern.test(path)) return page.series;

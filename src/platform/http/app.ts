@@ -177,19 +177,19 @@ function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
  * match each request's path against each operation's pattern in turn, up to twenty of them, before
  * reaching its own (docs/performance.md). Requests it matched to no operation go on to the 404.
  */
-function byOperation(routes: Map<string, { route: string; path: RegExp; handle: RequestHandler }>): RequestHandler {
+function byOperation(routes: Map<string, { operation: ApiOperation; handle: RequestHandler }>): RequestHandler {
   const announced = channel(OPERATION_ROUTE_CHANNEL);
   // Named: tracing names the layer's span by it.
   return function operationHandler(req, res, next) {
-    const operation = matchedOperation(req);
-    const found = operation && routes.get(operation.operationId);
+    const matched = matchedOperation(req);
+    const found = matched && routes.get(matched.operationId);
     // The validator's own patterns also take the path with a trailing slash (`/healthz/`), which is
     // no path of the contract: that goes on to the 404, as Express's strict routes sent it.
-    if (!operation || !found || !found.path.test(req.path)) return next();
+    if (!matched || !found?.operation.exactPath.test(req.path)) return next();
     // Express gives each layer the parameters of its own path, none for this one: the operation's
     // are those the validator matched and checked, decoded as Express decodes them.
-    req.params = operation.pathParams;
-    if (announced.hasSubscribers) announced.publish({ route: found.route });
+    req.params = matched.pathParams;
+    if (announced.hasSubscribers) announced.publish({ route: found.operation.expressPath });
     return found.handle(req, res, next);
   };
 }
@@ -259,17 +259,18 @@ export function createHttpApp(deps: HttpAppDeps): Express {
         validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req, scopes) } },
         validateFormats: true,
         ignoreUndocumented: false,
-        ignorePaths: /^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples|consent|dashboard)(\/|$)/,
+        // The browser pages. The documents never get here: their layer answers every request it enters.
+        ignorePaths: /^\/(consent|dashboard)(\/|$)/,
       }) as RequestHandler[],
     ),
   );
 
-  const routes = new Map<string, { route: string; path: RegExp; handle: RequestHandler }>();
+  const routes = new Map<string, { operation: ApiOperation; handle: RequestHandler }>();
   for (const operation of operations) {
     const handler = deps.handlers[operation.operationId];
     const deliveredBy = deps.pendingOperations[operation.operationId];
     const handle = handler ? adapt(operation, handler, deps.config.validateResponses) : pending(operation.operationId, deliveredBy ?? 'no handler');
-    routes.set(operation.operationId, { route: operation.expressPath, path: operation.exactPath, handle });
+    routes.set(operation.operationId, { operation, handle });
   }
   app.use(byOperation(routes));
 

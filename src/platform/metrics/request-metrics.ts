@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import type { ApiOperation } from '../http/api-document.ts';
+import { DOCUMENT_PATHS } from '../http/docs.ts';
 import { matchedOperation } from '../http/matched-operation.ts';
 import type { ObserveRequest } from '../http/request-log.ts';
 import { httpRequestDuration, rateLimitRefusals } from './metrics.ts';
@@ -25,7 +26,7 @@ class OperationSeries {
 /** Paths outside the API, grouped: their own routes are no operation of the spec. */
 const PAGES: Array<[RegExp, string]> = [
   [/^\/consent(\/|$)/, 'consent_pages'],
-  [/^\/(docs|openapi\.json|asyncapi\.yaml|schemas|examples)(\/|$)/, 'documents'],
+  [DOCUMENT_PATHS, 'documents'],
 ];
 
 /**

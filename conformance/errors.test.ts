@@ -59,6 +59,10 @@ forEachTarget((target) => {
       ['PATCH', '/api/v1/verifications/vrf_unknown'],
       ['GET', '/api/v1/gdpr/erase'],
       ['POST', '/healthz'],
+      // The published documents, including the schema files the AsyncAPI document refers to.
+      ['DELETE', '/openapi.json'],
+      ['POST', '/docs'],
+      ['PUT', '/schemas/events/common.json'],
     ] as const) {
       it(`answers a wrong method on a known route as an unknown route: ${method} ${path} (D7)`, async () => {
         const isApi = path.startsWith('/api/v1/');
@@ -103,6 +107,10 @@ forEachTarget((target) => {
         assertError(response, 404, 'not_found');
         assert.doesNotMatch(response.text, /<html|<!doctype/i);
       }
+    });
+
+    it('GET /healthz/, /readyz/ and /.well-known/jwks.json/ (trailing slash, outside /api/v1)', async () => {
+      for (const path of ['/healthz/', '/readyz/', '/.well-known/jwks.json/']) assertError(await target.api.get(path, { key: null }), 404, 'not_found');
     });
 
     it('GET /API/V1/VERIFICATIONS/{id} (other letter case)', async () => {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { calculateJwkThumbprint, CompactSign, exportJWK, generateKeyPair, importJWK, type CryptoKey } from 'jose';
 import { decryptSecret, encryptSecret } from '../platform/crypto.ts';
 import type { SigningKeyRow, SigningKeysRepository } from './signing-keys-repository.ts';
@@ -131,7 +131,7 @@ export class TapeSigner {
   /** The detached compact JWS `<protected header>..<signature>` over `bytes`. */
   async sign(bytes: Uint8Array): Promise<string> {
     const { signer } = await this.keys();
-    const cacheKey = this.cacheEntries > 0 ? `${signer.kid}:${createHash('sha256').update(bytes).digest('base64url')}` : '';
+    const cacheKey = this.cacheEntries > 0 ? `${signer.kid}:${hash('sha256', bytes, 'base64url')}` : '';
     const cached = cacheKey ? this.signatures.get(cacheKey) : undefined;
     if (cached !== undefined) {
       // Most recently used last, so the oldest entry is the first one evicted.

@@ -41,9 +41,14 @@ function omitLater<T extends object>(obj: T, since: Readonly<Record<string, Sche
   return out as T;
 }
 
+/** The version tapes are stored at: renderTape returns the stored tape itself, so its JSON is the stored text. */
+export function rendersAsStored(version: SchemaVersion): version is '2.0.0' {
+  return version === '2.0.0';
+}
+
 export function renderTape<V extends SchemaVersion>(tape: RiskTape200, version: V): RenderedTapes[V] {
   if (!SCHEMA_VERSIONS.includes(version)) throw new RangeError(`unknown tape schema version ${JSON.stringify(version)}`);
-  if (version === '2.0.0') return tape as RenderedTapes[V];
+  if (rendersAsStored(version)) return tape as RenderedTapes[V];
   const productType = tape.eligibility.product_type;
   if (!V1_PRODUCT_TYPES.has(productType)) throw new TapeVersionUnsupported(productType, version);
   const summary = tape.data_quality.nd_code_summary.filter((e) => ndCodeExistsAt(e.code, version));

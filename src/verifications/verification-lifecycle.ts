@@ -8,7 +8,15 @@ import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { JobHandlers } from '../platform/jobs/job-queue.ts';
 import { countVerificationMove } from '../platform/metrics/metrics.ts';
 import type { Principal } from '../platform/principal.ts';
-import { isSyntheticCreator, renderTape, TapeVersionUnsupported, type PlatformIncome, type RenderedTapes, type SchemaVersion } from '../tape/index.ts';
+import {
+  isSyntheticCreator,
+  renderTape,
+  rendersAsStored,
+  TapeVersionUnsupported,
+  type PlatformIncome,
+  type RenderedTapes,
+  type SchemaVersion,
+} from '../tape/index.ts';
 import type { LifecycleJobPayloads } from './lifecycle-jobs.ts';
 import { sandboxIncome, sandboxSteps, stepDelayMs } from './sandbox.ts';
 import { scoreVerification, type ScoredTape, type ScoringProfile } from './scoring.ts';
@@ -119,26 +127,36 @@ export class VerificationLifecycle {
 
   /**
    * The same tape with its JSON, as sent and signed (P26). At the stored version (2.0.0) that is the
-   * stored text itself, which saveTape wrote as JSON.stringify of the tape: nothing serialised again.
+   * stored text itself, which saveTape wrote as JSON.stringify of the tape: nothing serialised again,
+   * and nothing parsed unless `tape` is read (the response validator reads it; a lender's read does not).
    */
   async tapeResponseForLender<V extends SchemaVersion>(
     lenderId: string,
     verificationId: string,
     version: V,
-  ): Promise<{ tape: RenderedTapes[V]; json: string }> {
+  ): Promise<{ readonly tape: RenderedTapes[V]; json: string }> {
     const found = await this.deps.verifications.findTapeForLender(lenderId, verificationId);
     if (!found) throw new DomainError('not_found', `No verification ${verificationId}.`);
-    if (found.status !== 'completed' || !found.tape) {
+    const stored = found.tape;
+    if (found.status !== 'completed' || !stored) {
       throw new DomainError('not_found', `Verification ${verificationId} is ${found.status}; its tape exists once it is completed.`);
+    }
+    if (rendersAsStored(version)) {
+      return {
+        json: stored.json,
+        get tape() {
+          return stored.value as RenderedTapes[V];
+        },
+      };
     }
     let tape: RenderedTapes[V];
     try {
-      tape = renderTape(found.tape.value, version);
+      tape = renderTape(stored.value, version);
     } catch (error) {
       if (error instanceof TapeVersionUnsupported) throw new DomainError('refused', error.message);
       throw error;
     }
-    return { tape, json: tape === found.tape.value ? found.tape.json : JSON.stringify(tape) };
+    return { tape, json: JSON.stringify(tape) };
   }
 
   /** How one of the lender's verifications got where it is: its transitions and the events they recorded, oldest first. */

@@ -109,9 +109,10 @@ function adapt(operation: ApiOperation, handler: RoutedHandler, validateResponse
     const response = await handler(request as never);
     for (const [name, value] of Object.entries(response.headers ?? {})) res.setHeader(name, value);
     res.status(response.status);
-    if (response.body === undefined) res.end();
-    else if (response.serialized !== undefined && !validateResponses) res.type('application/json').send(response.serialized);
+    // A pre-serialised body is sent without reading `body`, which may be parsed only when read (the tape).
+    if (response.serialized !== undefined && !validateResponses) res.type('application/json').send(response.serialized);
     else if (response.serialized !== undefined) sendSerialized(res, response.status, response.body, response.serialized);
+    else if (response.body === undefined) res.end();
     else res.json(response.body);
   };
 }

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import type { Knex } from 'knex';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { AccountsRepository } from '../accounts/accounts-repository.ts';
@@ -8,6 +7,7 @@ import { ManualClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { adminContext, startService, type Service } from '../service.ts';
+import { planOf } from '../../test/support/query-plan.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import type { VerificationListFilter } from './verifications-repository.ts';
 
@@ -189,7 +189,7 @@ for (const factory of testDatabases()) {
             { ...filter, ...(cursor ? { after: { createdAt: made[3]!.createdAt, id: made[3]!.id } } : {}) },
             21,
           );
-          const plan = await planOf(service, factory.name, sql, bindings);
+          const plan = await planOf(service.db.knex, factory.name, sql, bindings);
           if (process.env.SHOW_PLANS) console.log(`${name}${cursor ? ' + cursor' : ''}:\n${plan}`);
           if (factory.name === 'sqlite') {
             assert.match(plan, /SEARCH verifications USING (COVERING )?INDEX verifications_list/, plan);
@@ -201,24 +201,5 @@ for (const factory of testDatabases()) {
         });
       }
     }
-  });
-}
-
-/**
- * EXPLAIN of a query. PostgreSQL would rightly read a table of a few rows whole; with sequential
- * scans and sorts priced out, the plan shows whether an index can serve the query in its order.
- */
-async function planOf(service: Service, dialect: string, sql: string, bindings: readonly unknown[]): Promise<string> {
-  const knex = service.db.knex;
-  if (dialect === 'sqlite') {
-    const rows = await knex.raw<Array<{ detail: string }>>(`explain query plan ${sql}`, bindings as Knex.RawBinding[]);
-    return rows.map((r) => r.detail).join('\n');
-  }
-  return knex.transaction(async (trx) => {
-    await trx.raw('set local enable_seqscan = off');
-    await trx.raw('set local enable_sort = off');
-    await trx.raw('set local enable_bitmapscan = off');
-    const result = await trx.raw<{ rows: Array<{ 'QUERY PLAN': string }> }>(`explain ${sql}`, bindings as Knex.RawBinding[]);
-    return result.rows.map((r) => r['QUERY PLAN']).join('\n');
   });
 }

@@ -7,6 +7,7 @@ import { ManualClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { adminContext, startService, type Service } from '../service.ts';
+import { planOf } from '../../test/support/query-plan.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { WebhooksRepository, type AttemptRecord } from './webhooks-repository.ts';
 
@@ -95,5 +96,28 @@ for (const factory of testDatabases()) {
       const untouched = byId.get(takenOver)!;
       assert.deepEqual([untouched.status, untouched.attempts, untouched.first_attempt_at, untouched.locked_by], ['sending', 0, null, 'worker-b']);
     });
+
+    // An endpoint's delivery log costs the same at any size: each page is one range of an index in the log's order.
+    for (const after of [undefined, { createdAt: '2026-11-21T10:00:00.000Z', id: '00000000-0000-4000-8000-000000000001' }]) {
+      it(`the delivery log's page query (${after ? 'after a cursor' : 'newest page'}) searches an index in order: no table scan, no sort`, async () => {
+        const { sql, bindings } = webhooks.deliveryLogSql('whk_plan', after, 21);
+        const plan = await planOf(service.db.knex, factory.name, sql, bindings);
+        if (factory.name === 'sqlite') {
+          assert.match(plan, /SEARCH webhook_deliveries USING (COVERING )?INDEX webhook_deliveries_log_idx/, plan);
+          assert.doesNotMatch(plan, /SCAN webhook_deliveries|TEMP B-TREE/, plan);
+        } else {
+          assert.match(plan, /Index Scan( Backward)? using webhook_deliveries_log_idx/, plan);
+          assert.doesNotMatch(plan, /Seq Scan|Sort|Bitmap/, plan);
+        }
+        // The cursor bounds the index range itself, rather than filtering what a longer range read.
+        if (after)
+          assert.match(
+            plan,
+            factory.name === 'sqlite' ? /\(webhook_id=\? AND \(created_at,id\)<\(\?,\?\)\)/ : /Index Cond: .*ROW\(\(created_at\)::text, \(id\)::text\) < ROW/,
+            plan,
+          );
+        assert.doesNotMatch(plan, /Filter:/, plan);
+      });
+    }
   });
 }

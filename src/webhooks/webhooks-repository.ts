@@ -138,6 +138,12 @@ const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   createdAt: row.created_at,
 });
 
+/** Where a page of an endpoint's delivery log starts: after this delivery, in the log's order. */
+export interface DeliveryLogPosition {
+  createdAt: string;
+  id: string;
+}
+
 /** The only code that reads or writes webhook endpoints and deliveries. */
 export class WebhooksRepository {
   constructor(
@@ -410,25 +416,34 @@ export class WebhooksRepository {
   }
 
   async listDeliveries(webhookId: string, limit: number, startingAfter: string | undefined): Promise<{ deliveries: Delivery[]; hasMore: boolean }> {
-    let query = this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId });
+    let after: DeliveryLogPosition | undefined;
     if (startingAfter) {
       const cursor = await this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId, id: startingAfter }).first('created_at', 'id');
       if (!cursor) return { deliveries: [], hasMore: false };
-      // Knex builders are thenables; these callbacks only add clauses, so nothing is awaited.
-      query = query.andWhere((q) => {
-        void q.where('created_at', '<', cursor.created_at).orWhere((q2) => {
-          void q2.where('created_at', cursor.created_at).andWhere('id', '<', cursor.id);
-        });
-      });
+      after = { createdAt: cursor.created_at, id: cursor.id };
     }
-    const rows = await query
+    const rows: DeliveryRow[] = await this.deliveryLogPage(webhookId, after, limit + 1);
+    const page = rows.slice(0, limit);
+    return { deliveries: await this.withAttempts(page), hasMore: rows.length > limit };
+  }
+
+  /** The SQL of a delivery-log page, for the test that reads its plan (no scan, no sort) on both databases. */
+  deliveryLogSql(webhookId: string, after: DeliveryLogPosition | undefined, limit: number): { sql: string; bindings: readonly unknown[] } {
+    const { sql, bindings } = this.deliveryLogPage(webhookId, after, limit).toSQL();
+    return { sql, bindings };
+  }
+
+  /** Newest first from the keyset `after` on: one range of webhook_deliveries_log_idx (migration 019), in its order. */
+  private deliveryLogPage(webhookId: string, after: DeliveryLogPosition | undefined, limit: number) {
+    const query = this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId });
+    // A row-value comparison, which both databases answer as one range of the index.
+    if (after) void query.andWhereRaw('(created_at, id) < (?, ?)', [after.createdAt, after.id]);
+    return query
       .orderBy([
         { column: 'created_at', order: 'desc' },
         { column: 'id', order: 'desc' },
       ])
-      .limit(limit + 1);
-    const page = rows.slice(0, limit);
-    return { deliveries: await this.withAttempts(page), hasMore: rows.length > limit };
+      .limit(limit);
   }
 
   async findDelivery(webhookId: string, deliveryId: string): Promise<(Delivery & { lenderId: string; eventSequence: number }) | null> {

@@ -17,7 +17,7 @@ import * as lenderDeactivation from './20261125_015_lender_deactivation.ts';
 import * as dashboardUsers from './20261125_016_dashboard_users.ts';
 import * as unloggedRateLimits from './20261126_017_unlogged_rate_limits.ts';
 import * as benchmarkCounterShards from './20261127_018_benchmark_counter_shards.ts';
-import * as deliveryLogKeyset from './20261128_019_delivery_log_keyset.ts';
+import * as deliveryIndexes from './20261128_019_delivery_indexes.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -41,7 +41,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261125_016_dashboard_users', dashboardUsers],
   ['20261126_017_unlogged_rate_limits', unloggedRateLimits],
   ['20261127_018_benchmark_counter_shards', benchmarkCounterShards],
-  ['20261128_019_delivery_log_keyset', deliveryLogKeyset],
+  ['20261128_019_delivery_indexes', deliveryIndexes],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

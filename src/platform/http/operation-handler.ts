@@ -42,6 +42,7 @@ export type OperationResponse<Op extends OperationId = OperationId> = {
     /**
      * The body already serialised, sent byte for byte instead of serialising `body` (which it must
      * be the JSON of): for a response whose exact bytes something else covers, such as a signature.
+     * `body` is then read only by the response validator, so it may be a getter that parses late.
      */
     serialized?: string;
   } & (BodyOf<Responses<Op>[Status]> extends undefined ? { body?: undefined } : { body: BodyOf<Responses<Op>[Status]> });

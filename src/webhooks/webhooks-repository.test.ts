@@ -31,14 +31,17 @@ for (const factory of testDatabases()) {
       await testDb.drop();
     });
 
-    it('records a batch of attempts in place, each delivery moved to its own outcome, and stands aside where another worker took over', async () => {
+    /** A new lender's API, as its lender key calls it. */
+    const lenderApi = async (name: string) => {
       const ctx = adminContext({ mode: 'sandbox' }, new AccountsRepository(service.db.knex), clock);
-      const lender = await admin.createLender(ctx, { name: 'Bookkeeping Lender' });
+      const lender = await admin.createLender(ctx, { name });
       const { apiKey } = await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' });
-      const api = (path: string, body: object, headers: Record<string, string> = {}) =>
+      return (path: string, body: object, headers: Record<string, string> = {}) =>
         request(service.app).post(`/api/v1${path}`).auth(apiKey, { type: 'bearer' }).set(headers).send(body);
-      assert.equal((await api('/webhooks', { url: 'https://127.0.0.1:9/hook', events: ['verification.completed'] })).status, 201);
-      for (let i = 0; i < 4; i++) {
+    };
+    /** Synthetic creators complete at creation: each makes one delivery per subscribed endpoint. */
+    const createCompleted = async (api: Awaited<ReturnType<typeof lenderApi>>, count: number) => {
+      for (let i = 0; i < count; i++) {
         const created = await api(
           '/verifications',
           { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] },
@@ -46,6 +49,12 @@ for (const factory of testDatabases()) {
         );
         assert.equal(created.status, 201);
       }
+    };
+
+    it('records a batch of attempts in place, each delivery moved to its own outcome, and stands aside where another worker took over', async () => {
+      const api = await lenderApi('Bookkeeping Lender');
+      assert.equal((await api('/webhooks', { url: 'https://127.0.0.1:9/hook', events: ['verification.completed'] })).status, 201);
+      await createCompleted(api, 4);
       const due = await webhooks.claimDue('worker-a', clock.now(), 10, 60_000);
       assert.equal(due.length, 4);
       const [succeeded, retried, failed, takenOver] = due.map((d) => d.id) as [string, string, string, string];
@@ -105,36 +114,49 @@ for (const factory of testDatabases()) {
         assertReadsIndex(plan, factory.name, 'webhook_deliveries', 'webhook_deliveries_log_idx', { inOrder: true });
         // The cursor bounds the index range itself, rather than filtering what a longer range read.
         if (after && factory.name === 'sqlite') assert.match(plan, /\(webhook_id=\? AND \(created_at,id\)<\(\?,\?\)\)/, plan);
-        if (after && factory.name === 'postgres') {
-          assert.match(plan, /Index Cond: .*ROW\(\(created_at\)::text, \(id\)::text\) < ROW/, plan);
-          assert.doesNotMatch(plan, /Filter:/, plan);
-        }
+        if (after && factory.name === 'postgres') assert.match(plan, /Index Cond: .*ROW\(\(created_at\)::text, \(id\)::text\) < ROW/, plan);
+        if (factory.name === 'postgres') assert.doesNotMatch(plan, /Filter:/, plan);
       });
     }
 
     it("pages an endpoint's delivery log newest first through deliveries made at the same instant, and refuses another endpoint's cursor", async () => {
-      // The deliveries of the first test were all made at the clock's one instant: only their ids order them.
-      const [endpoint] = await service.db.knex('webhook_endpoints').select('id');
-      const whole = await webhooks.listDeliveries(endpoint.id, 100, undefined);
-      assert.equal(whole.deliveries.length, 4);
-      assert.equal(new Set(whole.deliveries.map((d) => d.createdAt)).size, 1);
-      const paged: string[] = [];
-      let after: string | undefined;
-      for (;;) {
-        const page = await webhooks.listDeliveries(endpoint.id, 1, after);
-        paged.push(...page.deliveries.map((d) => d.id));
-        if (!page.hasMore) break;
-        after = page.deliveries.at(-1)!.id;
+      const api = await lenderApi('Paging Lender');
+      const endpoints: string[] = [];
+      for (const hook of ['a', 'b']) {
+        const registered = await api('/webhooks', { url: `https://127.0.0.1:9/${hook}`, events: ['verification.completed'] });
+        assert.equal(registered.status, 201);
+        endpoints.push(registered.body.webhook_id);
       }
+      // The clock does not move: every delivery is made at one instant, and only ids order them.
+      await createCompleted(api, 5);
+      const [first, second] = endpoints as [string, string];
+      const whole = await webhooks.listDeliveries(first, 100, undefined);
+      assert.equal(whole.deliveries.length, 5);
+      assert.equal(new Set(whole.deliveries.map((d) => d.createdAt)).size, 1);
+      const ids = whole.deliveries.map((d) => d.id);
       assert.deepEqual(
-        paged,
-        whole.deliveries.map((d) => d.id),
+        ids,
+        [...ids].sort((a, b) => b.localeCompare(a)),
       );
-      assert.deepEqual(
-        paged,
-        [...paged].sort((a, b) => b.localeCompare(a)),
-      );
-      assert.deepEqual(await webhooks.listDeliveries('whk_another', 20, paged[0]), { deliveries: [], hasMore: false });
+
+      const pages: Array<{ ids: string[]; hasMore: boolean }> = [];
+      let after: string | undefined;
+      do {
+        const page = await webhooks.listDeliveries(first, 2, after);
+        pages.push({ ids: page.deliveries.map((d) => d.id), hasMore: page.hasMore });
+        after = page.deliveries.at(-1)?.id;
+      } while (pages.at(-1)!.hasMore);
+      assert.deepEqual(pages, [
+        { ids: ids.slice(0, 2), hasMore: true },
+        { ids: ids.slice(2, 4), hasMore: true },
+        { ids: ids.slice(4), hasMore: false },
+      ]);
+
+      // The other endpoint's newest delivery, as a cursor here: it would stand before most of this
+      // log's deliveries if the cursor were looked up without the endpoint.
+      const [otherNewest] = (await webhooks.listDeliveries(second, 1, undefined)).deliveries;
+      assert.ok(ids.some((id) => id < otherNewest!.id));
+      assert.deepEqual(await webhooks.listDeliveries(first, 20, otherNewest!.id), { deliveries: [], hasMore: false });
     });
 
     it("a creator's access report and erasure find their deliveries by verification through an index, not by reading them all", async () => {

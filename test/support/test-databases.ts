@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { openDatabase, type Database } from '../../src/platform/db/database.ts';
 import { randomBase62 } from '../../src/platform/ids.ts';
 
 /** A throw-away database for one test suite: a fresh SQLite file, or a fresh PostgreSQL database. */
@@ -53,4 +54,28 @@ export function testDatabases(): TestDatabaseFactory[] {
     });
   }
   return factories;
+}
+
+/**
+ * A migrated database of `factory` for the tests of the enclosing `describe`: opened before them,
+ * closed and dropped after them. Read `db` inside the tests, once the hook has run.
+ */
+export function migratedDatabase(factory: TestDatabaseFactory): { readonly db: Database } {
+  let testDb: TestDatabase | undefined;
+  let opened: Database | undefined;
+  before(async () => {
+    testDb = await factory.create();
+    opened = openDatabase(testDb.url);
+    await opened.migrate();
+  });
+  after(async () => {
+    await opened?.close();
+    await testDb?.drop();
+  });
+  return {
+    get db() {
+      if (!opened) throw new Error('the database is opened by a before() hook: read it inside a test');
+      return opened;
+    },
+  };
 }

@@ -116,6 +116,16 @@ function postgresConfig(databaseUrl: string): Knex.Config {
   };
 }
 
+/**
+ * Connections for migrations on PostgreSQL, without the statement and query timeouts of the
+ * service's pool: a migration that builds an index on a large table runs for longer than any request
+ * may wait, and cut off at DATABASE_TIMEOUT_MS it would roll back every pending migration and the
+ * process would not start.
+ */
+export function postgresMigrator(databaseUrl: string): Knex {
+  return knex({ client: 'pg', connection: { connectionString: databaseUrl, connectionTimeoutMillis: DATABASE_TIMEOUT_MS }, pool: { min: 0, max: 2 } });
+}
+
 /** What poolStats reads of Knex's tarn pool. */
 interface TarnPool {
   numUsed(): number;
@@ -153,7 +163,12 @@ export function openDatabase(databaseUrl: string): Database {
     hot,
     dialect,
     async migrate() {
-      await withMigrationLock(dialect, instance, databaseUrl, () => instance.migrate.latest({ migrationSource: migrations }));
+      const migrator = dialect === 'postgres' ? postgresMigrator(databaseUrl) : instance;
+      try {
+        await withMigrationLock(dialect, instance, databaseUrl, () => migrator.migrate.latest({ migrationSource: migrations }));
+      } finally {
+        if (migrator !== instance) await migrator.destroy();
+      }
     },
     poolStats() {
       const stats = { used: 0, free: 0, pendingAcquires: 0, max: 0 };

@@ -1,21 +1,14 @@
 import assert from 'node:assert/strict';
-import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
-import { openDatabase, type Database } from './database.ts';
+import { migratedDatabase, testDatabases } from '../../../test/support/test-databases.ts';
+import type { Database } from './database.ts';
 import { inUnitOfWork, transactionOf } from './unit-of-work.ts';
 
 for (const factory of testDatabases()) {
   describe(`units of work on ${factory.name}`, () => {
-    let testDb: TestDatabase;
+    const migrated = migratedDatabase(factory);
     let db: Database;
-
-    before(async () => {
-      testDb = await factory.create();
-      db = openDatabase(testDb.url);
-      await db.migrate();
-    });
-    after(async () => {
-      await db.close();
-      await testDb.drop();
+    before(() => {
+      db = migrated.db;
     });
 
     const settingExists = async (name: string) => (await db.knex('service_settings').where({ name }).first()) !== undefined;

@@ -73,8 +73,8 @@ export const MUTANTS: Mutant[] = [
     id: 'cross-lender-read',
     defect: "the tenant check removed from GET /verifications/{id}: another lender's verification is readable",
     file: 'src/verifications/verifications-repository.ts',
-    find: 'where v.id = ? and v.lender_id = ?`,',
-    replace: 'where v.id = ? and (v.lender_id = ? or 1 = 1)`,',
+    find: "   where v.id = ? and v.lender_id || '' = ?`,",
+    replace: "   where v.id = ? and (v.lender_id || '' = ? or 1 = 1)`,",
     grep: 'tenant isolation',
   },
   {

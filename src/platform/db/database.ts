@@ -48,7 +48,7 @@ export function dialectOf(databaseUrl: string): Dialect {
   return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
 }
 
-function sqliteFilename(databaseUrl: string): string {
+export function sqliteFilename(databaseUrl: string): string {
   const location = databaseUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
   return location === ':memory:' ? ':memory:' : resolve(location);
 }

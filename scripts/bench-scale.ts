@@ -14,9 +14,7 @@
 // BENCH_ROUNDS (in whole seconds), taking the median, so that one slow moment of a shared machine
 // does not decide it. On PostgreSQL, BENCH_DATABASE_URL names the server the two databases are made on.
 // Latencies are each response's own, not autocannon's whole-millisecond percentiles.
-import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { createReadStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +24,7 @@ import { BenchmarksRepository, type Member } from '../src/benchmarks/benchmarks-
 import { BENCHMARK_METRICS, BUCKET_EDGES } from '../src/benchmarks/scales.ts';
 import { chunks } from '../src/platform/db/chunks.ts';
 import { dialectOf, openDatabase, postgresMigrator, sqliteFilename } from '../src/platform/db/database.ts';
-import { startServerProcess } from '../test/support/server-process.ts';
+import { startServerProcess, stopProcess } from '../test/support/server-process.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 4));
@@ -319,16 +317,6 @@ interface Site {
   probes: Probe[];
 }
 
-/** Stops a server process and waits for it to be gone (killed after 10 s). */
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(kill);
-}
-
 /**
  * The two sizes' databases. On PostgreSQL, BENCH_DATABASE_URL names the server: both databases are
  * created afresh on it, alike (`<database>_scale_small` and `_scale_large`), and dropped at the end.
@@ -393,7 +381,7 @@ async function build(databaseUrl: string, rows: number): Promise<Filled> {
     console.log(`filled to ${rows} verifications in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     return { rows, env, headers, id, lender0, gdprAdmin0 };
   } finally {
-    await stopServer(server.child);
+    await stopProcess(server.child);
   }
 }
 
@@ -401,7 +389,7 @@ async function build(databaseUrl: string, rows: number): Promise<Filled> {
 async function serve(filled: Filled): Promise<Site> {
   const { rows, headers, id, lender0, gdprAdmin0 } = filled;
   const server = await startServerProcess(filled.env);
-  const stop = () => stopServer(server.child);
+  const stop = () => stopProcess(server.child);
   try {
     const source = ((await (await fetch(`${server.base}/api/v1/benchmarks/${id}`, { headers })).json()) as { cohort: { source: string } }).cohort;
     if (source.source !== 'peers') throw new Error(`expected the peer cohort, got ${JSON.stringify(source)}`);
@@ -416,7 +404,7 @@ async function serve(filled: Filled): Promise<Site> {
     // signatures and is not judged. Tapes read again: a thousand spread over the whole table.
     const again = Array.from({ length: Math.min(1000, completed) }, (_, k) => completedId(Math.floor((k * completed) / Math.min(1000, completed))));
     // A page deep in the log and the list: after a completed verification half-way through.
-    const middle = completedOfLender0(rows) >> 1;
+    const middle = completed >> 1;
     const middleN = LENDERS * STATES.length * middle;
     const fixed = (path: string) => () => path;
     const probes: Probe[] = [

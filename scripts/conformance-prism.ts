@@ -27,7 +27,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { freePort } from '../test/support/free-port.ts';
-import { startServerProcess } from '../test/support/server-process.ts';
+import { startServerProcess, stopProcess } from '../test/support/server-process.ts';
 import { SERVICE_ENV_NAMES } from '../conformance/service-env.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -135,15 +135,6 @@ export async function startPrism(upstream: string, spec = SPEC): Promise<Prism> 
     await new Promise((done) => setTimeout(done, 100));
   }
   return { child, baseUrl: `http://127.0.0.1:${port}`, log };
-}
-
-async function stop(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 function printViolations(title: string, violations: PrismViolation[]): void {
@@ -288,8 +279,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(failed ? 'conformance:prism FAILED' : 'conformance:prism passed: no response violation');
     return failed ? 1 : 0;
   } finally {
-    await stop(prism?.child);
-    await stop(server);
+    await stopProcess(prism?.child);
+    await stopProcess(server);
     rmSync(work, { recursive: true, force: true });
   }
 }

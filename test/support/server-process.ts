@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { freePort } from './free-port.ts';
 
@@ -47,4 +48,14 @@ export async function startServerProcess(env: Record<string, string>, options: {
   }
   child.kill('SIGKILL');
   throw new Error('server did not become ready');
+}
+
+/** Stops a child process and waits for it to be gone: SIGTERM, then SIGKILL after 10 s. */
+export async function stopProcess(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { RequestHandler } from 'express';
 import request from 'supertest';
@@ -109,6 +110,30 @@ for (const factory of testDatabases()) {
       const known = await request(setup.service.app).get('/api/v1/verifications/vrf_unknown').auth(apiKey, { type: 'bearer' });
       assert.equal(known.status, 404);
       assert.equal(Number(known.headers['x-ratelimit-remaining']), Number(unknown.headers['x-ratelimit-remaining']) - 1);
+    });
+
+    it('judges each request body by its own Content-Type, whatever the requests before it sent', async () => {
+      const { apiKey } = await lenderWithKey(setup.ctx);
+      const post = (contentType: string) =>
+        request(setup.service.app)
+          .post('/api/v1/verifications')
+          .auth(apiKey, { type: 'bearer' })
+          .set('content-type', contentType)
+          .set('idempotency-key', randomUUID())
+          .send('{"creator_platforms": ["youtube"]}');
+      for (let round = 0; round < 2; round++) {
+        for (const type of ['application/json', 'text/plain', 'application/json; charset=utf-8', 'TEXT/PLAIN; charset=utf-8']) {
+          const response = await post(type);
+          assert.equal(response.status, 400, `${type}: ${response.text}`);
+          assert.equal(response.body.error, 'bad_request', `${type}: ${response.text}`);
+          // A JSON body is read and found incomplete; any other media type is refused unread.
+          assert.match(
+            response.body.message,
+            type.startsWith('application/json') ? /obligor_reference/ : /media type|content.type/i,
+            `${type}: ${response.text}`,
+          );
+        }
+      }
     });
 
     it("routes each request to the operation the validator matched, with that operation's path parameters decoded", async () => {

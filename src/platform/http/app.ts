@@ -121,17 +121,12 @@ function adapt(operation: ApiOperation, handler: RoutedHandler, validateResponse
 const API_PREFIX = '/api/v1';
 
 /**
- * `handler` for the requests under API_PREFIX, as `app.use(API_PREFIX, handler)` would mount it (a
- * case-sensitive prefix of whole segments) but without the mount: a mounted layer has Express strip
- * the prefix from the URL and put it back, which makes the URL be parsed again for each layer after
- * it (docs/performance.md).
+ * Whether a request is under API_PREFIX, as `app.use(API_PREFIX, ...)` would mount it (a
+ * case-sensitive prefix of whole segments), without the mount: a mounted layer has Express strip the
+ * prefix from the URL and put it back, which makes the URL be parsed again for each layer after it.
  */
-function underApi(handler: RequestHandler): RequestHandler {
-  return (req, res, next) => {
-    const path = req.path;
-    if (path === API_PREFIX || path.startsWith(`${API_PREFIX}/`)) return handler(req, res, next);
-    next();
-  };
+function isApiPath(path: string): boolean {
+  return path === API_PREFIX || path.startsWith(`${API_PREFIX}/`);
 }
 
 /**
@@ -221,51 +216,25 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   app.set('trust proxy', deps.config.trustProxy);
   app.set('etag', false);
 
-  // One layer for what every request gets first: an Express layer costs a measurable share of a
-  // cached read, so the request id, the common headers and the log (with the metrics) share it.
   const logRequest = requestLog(deps.logger, deps.requestMetrics);
-  app.use((req, res, next) => {
-    const incoming = req.get('x-request-id');
-    req.requestId = incoming && /^[A-Za-z0-9._-]{1,64}$/.test(incoming) ? incoming : randomUUID();
-    res.setHeader('X-Request-Id', req.requestId);
-    res.setHeader('Cache-Control', 'no-store');
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    logRequest(req, res);
-    next();
+  const jsonBodies = express.json({
+    limit: MAX_BODY_BYTES,
+    strict: true,
+    type: ['application/json', 'application/*+json'],
+    verify: refuseInvalidUtf8,
+    reviver: refuseLoneSurrogates,
   });
-
-  app.use(documents(apiDocument));
-  for (const page of deps.pages ?? []) app.use(page.path, page.router);
-
-  // Authentication first: a caller without a valid key learns nothing about its request body.
-  // P8, D7: once the caller is known, a path or method the contract does not have is 404 at once, before
-  // its body is parsed, validated or its role checked (a trailing slash or another case is another path).
-  app.use(underApi(inSeries([deps.authenticate, rateLimitByKey(deps.rateLimits, deps.config.mode), onlyContractRoutes(operations)])));
-  app.use(
-    express.json({
-      limit: MAX_BODY_BYTES,
-      strict: true,
-      type: ['application/json', 'application/*+json'],
-      verify: refuseInvalidUtf8,
-      reviver: refuseLoneSurrogates,
-    }),
-  );
-  // Its middlewares (route lookup, security, request and response validation) in one layer.
-  app.use(
-    inSeries(
-      OpenApiValidator.middleware({
-        apiSpec: apiDocument as never,
-        validateRequests: { allowUnknownQueryParameters: false },
-        validateResponses: deps.config.validateResponses ? { removeAdditional: false } : false,
-        validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req, scopes) } },
-        validateFormats: true,
-        ignoreUndocumented: false,
-        // The browser pages. The documents never get here: their layer answers every request it enters.
-        ignorePaths: /^\/(consent|dashboard)(\/|$)/,
-      }) as RequestHandler[],
-    ),
-  );
-
+  // Its middlewares: route lookup, security, request and response validation.
+  const validator = OpenApiValidator.middleware({
+    apiSpec: apiDocument as never,
+    validateRequests: { allowUnknownQueryParameters: false },
+    validateResponses: deps.config.validateResponses ? { removeAdditional: false } : false,
+    validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req, scopes) } },
+    validateFormats: true,
+    ignoreUndocumented: false,
+    // The browser pages. The documents never get here: their layer answers every request it enters.
+    ignorePaths: /^\/(consent|dashboard)(\/|$)/,
+  }) as RequestHandler[];
   const routes = new Map<string, { operation: ApiOperation; handle: RequestHandler }>();
   for (const operation of operations) {
     const handler = deps.handlers[operation.operationId];
@@ -273,7 +242,45 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     const handle = handler ? adapt(operation, handler, deps.config.validateResponses) : pending(operation.operationId, deliveredBy ?? 'no handler');
     routes.set(operation.operationId, { operation, handle });
   }
-  app.use(byOperation(routes));
+  const toOperation = byOperation(routes);
+  const notFound: RequestHandler = (_req, _res, next) => next(noSuchRoute());
+
+  // An API request is handled in one Express layer, start to end: each layer is a turn of the
+  // router's loop with its own match and parameter objects, on every request (docs/performance.md).
+  // Authentication first: a caller without a valid key learns nothing about its request body.
+  // P8, D7: once the caller is known, a path or method the contract does not have is 404 at once,
+  // before its body is parsed, validated or its role checked (a trailing slash or another case is
+  // another path).
+  const api = inSeries([
+    deps.authenticate,
+    rateLimitByKey(deps.rateLimits, deps.config.mode),
+    onlyContractRoutes(operations),
+    jsonBodies,
+    ...validator,
+    toOperation,
+    notFound,
+  ]);
+
+  // What every request gets first (the request id, the common headers, the log with the metrics),
+  // in the same layer.
+  app.use((req, res, next) => {
+    const incoming = req.get('x-request-id');
+    req.requestId = incoming && /^[A-Za-z0-9._-]{1,64}$/.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', req.requestId);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    logRequest(req, res);
+    if (isApiPath(req.path)) return api(req, res, next);
+    next();
+  });
+
+  // Everything else: the documents, the browser pages, and the 404 of any other path, through the
+  // same body parser and validator as the API (which ignores the pages and finds no operation for the rest).
+  app.use(documents(apiDocument));
+  for (const page of deps.pages ?? []) app.use(page.path, page.router);
+  app.use(jsonBodies);
+  app.use(inSeries(validator));
+  app.use(toOperation);
 
   app.use((_req, _res, next) => next(noSuchRoute()));
   app.use(errorHandler(deps.logger));

@@ -39,6 +39,25 @@ describe('hot reads on SQLite', function () {
     assert.deepEqual(await hot.rows(count, [0]), [{ n: 2 }]);
   });
 
+  it('answers the rows the driver would: every column by name, in order, a name given twice with its last value', async () => {
+    const setup = new BetterSqlite3(file);
+    setup.exec("create table u (a integer, b text); insert into u values (1, 'x'), (2, null), (3, 'z')");
+    const sql = 'select t.a, u.b, u.a as a, u.a * 10 as ten, null as absent from t join u on u.a >= t.a where u.a >= ? order by u.a';
+    const expected = setup.prepare(sql).all(2);
+    setup.close();
+    assert.equal(expected.length, 2);
+    const rows = await hot.rows<Record<string, unknown>>(hotStatement('joined_rows', sql), [2]);
+    assert.deepEqual(rows, expected);
+    assert.deepEqual(
+      rows.map((row) => Object.keys(row)),
+      [
+        ['a', 'b', 'ten', 'absent'],
+        ['a', 'b', 'ten', 'absent'],
+      ],
+    );
+    assert.deepEqual(rows[0], { a: 2, b: null, ten: 20, absent: null });
+  });
+
   it('a read the synchronous connection cannot make now is made off the event loop, and answers', async () => {
     // A connection in exclusive locking mode keeps better-sqlite3's reader out (SQLITE_BUSY), even
     // under WAL, as a recovery of the WAL would. With a busy timeout on the synchronous connection

@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import '../../platform/http/request-context.ts';
 import type { AccountsRepository } from '../accounts-repository.ts';
 import { hashApiKey, isWellFormedApiKey, keyBelongsToMode } from '../api-keys.ts';
@@ -18,8 +18,11 @@ const unauthorized = (message: string) => new ApiError('unauthorized', message, 
  */
 export function authenticate(deps: { accounts: AccountsRepository; mode: ServiceMode; limits: RateLimits; now?: () => Date }): RequestHandler {
   const recordUse = keyUseRecorder(deps.accounts, deps.now ?? (() => new Date()));
-  // The IP allowlist exists only in production (D10); the sandbox is open by design.
-  const allowedFrom = (principal: Principal, ip: string | undefined) => deps.mode !== 'production' || isAllowed(ip, principal.lender.ipAllowlist);
+  // The IP allowlist exists only in production (D10); the sandbox is open by design. The client's
+  // address is worked out only for a lender with an allowlist (behind proxies, `req.ip` parses
+  // X-Forwarded-For on every read).
+  const allowedFrom = (principal: Principal, req: Request) =>
+    deps.mode !== 'production' || principal.lender.ipAllowlist.length === 0 || isAllowed(req.ip, principal.lender.ipAllowlist);
   const quotas = new QuotaMemory();
 
   /**
@@ -30,14 +33,14 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
    * the new quota by the rate limiter. A key not yet seen by this process is looked up first. A
    * request from outside the remembered allowlist is not counted: it is refused with 403 as before.
    */
-  async function lookUpCounting(keyHash: string, ip: string | undefined): Promise<{ principal: Principal | null; rateLimitOutcome?: RateLimitOutcome }> {
+  async function lookUpCounting(keyHash: string, req: Request): Promise<{ principal: Principal | null; rateLimitOutcome?: RateLimitOutcome }> {
     let expected = quotas.get(keyHash);
     if (!expected) {
       const principal = await deps.accounts.findPrincipalByKeyHash(keyHash);
       if (!principal) return { principal };
       expected = quotas.remember(keyHash, principal, quotaFor(principal, deps.mode));
-      if (!allowedFrom(principal, ip)) return { principal };
-    } else if (!allowedFrom(expected.principal, ip)) {
+      if (!allowedFrom(principal, req)) return { principal };
+    } else if (!allowedFrom(expected.principal, req)) {
       return { principal: await deps.accounts.findPrincipalByKeyHash(keyHash) };
     }
     const found = await deps.accounts.findPrincipalCountingRequest(keyHash, deps.limits.windowsOf(`key:${expected.principal.keyId}`, expected.quota));
@@ -66,10 +69,10 @@ export function authenticate(deps: { accounts: AccountsRepository; mode: Service
       }
       const keyHash = hashApiKey(key);
       const { principal, rateLimitOutcome } = deps.limits.countsInDatabase
-        ? await lookUpCounting(keyHash, req.ip)
+        ? await lookUpCounting(keyHash, req)
         : { principal: await deps.accounts.findPrincipalByKeyHash(keyHash), rateLimitOutcome: undefined };
       if (!principal) throw unauthorized('Unknown or revoked API key, or its lender account is deactivated.');
-      if (!allowedFrom(principal, req.ip)) throw new ApiError('forbidden', "This address is not on the lender account's IP allowlist.");
+      if (!allowedFrom(principal, req)) throw new ApiError('forbidden', "This address is not on the lender account's IP allowlist.");
       req.principal = principal;
       req.rateLimitOutcome = rateLimitOutcome;
       recordUse(principal.keyId);

@@ -123,6 +123,39 @@ describe('the SQLite writer on better-sqlite3', function () {
     assert.ok(!order.join(' ').includes('tx tx'), `transactions ran back to back: ${order.join(' ')}`);
   });
 
+  it('lets a single statement queued behind transactions go next, one at a time between two transactions', async () => {
+    writer = openWriter(5000);
+    await writer('t').insert({ a: 0 });
+    const order: string[] = [];
+    let releaseFirst!: () => void;
+    const firstHolds = new Promise<void>((resolve) => (releaseFirst = resolve));
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
+    // The first transaction holds the connection until the others and the statements are queued.
+    const first = writer.transaction(async (trx) => {
+      await trx('t').insert({ a: 1 });
+      order.push('tx0');
+      await firstHolds;
+    });
+    await settle();
+    const transactions = Array.from({ length: 4 }, (_, i) =>
+      writer.transaction(async (trx) => {
+        await trx('t').insert({ a: 10 + i });
+        order.push(`tx${i + 1}`);
+      }),
+    );
+    await settle();
+    const statements = Array.from({ length: 3 }, (_, i) =>
+      writer('t')
+        .insert({ a: 100 + i })
+        .then(() => order.push(`s${i}`)),
+    );
+    await settle();
+    releaseFirst();
+    await Promise.all([first, ...transactions, ...statements]);
+    assert.deepEqual(order, ['tx0', 's0', 'tx1', 's1', 'tx2', 's2', 'tx3', 'tx4']);
+    assert.equal(committedValues().length, 9);
+  });
+
   /** The values of t another connection sees: only what has been committed. */
   const committedValues = () => (otherProcess.prepare('select a from t order by a').all() as Array<{ a: number }>).map((row) => row.a);
 

@@ -80,9 +80,9 @@ function copyForMember(error: unknown): Error {
  * `COMMIT` or `ROLLBACK` (a statement outside a transaction, for that statement, after the open group
  * has committed, so it never reads or writes what might still be rolled back). Sessions get it in the
  * order they asked for it, except that a single statement goes ahead of waiting transactions
- * (`nextInLine`). The next session gets the connection one turn of the event loop later: without it every queued transaction would run in
- * one turn, holding every other request and timer for all of them, and in that turn the requests that
- * reached their `BEGIN` join the queue and the group.
+ * (`nextInLine`). The next session gets the connection one turn of the event loop later: without it
+ * every queued transaction would run in one turn, holding every other request and timer for all of
+ * them, and in that turn the requests that reached their `BEGIN` join the queue and the group.
  */
 class SharedConnection {
   private owner: WriterSession | null = null;

@@ -282,7 +282,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   app.use(inSeries(validator));
   app.use(toOperation);
 
-  app.use((_req, _res, next) => next(noSuchRoute()));
+  app.use(notFound);
   app.use(errorHandler(deps.logger));
   return app;
 }

@@ -40,6 +40,8 @@ export default defineConfig(
   // and is compiled there under `strict`.
   globalIgnores([
     'generated/',
+    // The server's bundle, compiled from src/ by scripts/build.ts.
+    '.build/',
     'spec/',
     'conformance/dist/',
     'clients/typescript/dist/',

@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../test/support/free-port.ts';
 import { whileScraped } from '../test/support/metrics-scraper.ts';
-import { cpuMicros, SERVER_NODE_FLAGS } from '../test/support/server-process.ts';
+import { cpuMicros, serverProcessArgs } from '../test/support/server-process.ts';
 import { runAdmin } from '../src/admin/run-admin.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -177,7 +177,7 @@ async function startBenchService(dir: string, name: string, extra: Record<string
     LOG_LEVEL: 'warn',
     ...extra,
   };
-  const child = run([...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/server.ts'], env, cpu);
+  const child = run(await serverProcessArgs(), env, cpu);
   await waitReady(`http://127.0.0.1:${port}/readyz`, child);
   const lender = await runAdmin(env, ['lender', 'create', '--name', 'Benchmark Lender']);
   const key = await runAdmin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { makeTestCertificates, TestReceiver } from '../test/support/test-receiver.ts';
 import { freePort } from '../test/support/free-port.ts';
 import { runAdmin } from '../src/admin/run-admin.ts';
-import { SERVER_NODE_FLAGS } from '../test/support/server-process.ts';
+import { serverProcessArgs } from '../test/support/server-process.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const endpoints = Number(process.env.BENCH_ENDPOINTS ?? 10);
@@ -33,7 +33,7 @@ async function main(): Promise<void> {
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
     NODE_EXTRA_CA_CERTS: certificates.caFile,
   };
-  const server: ChildProcess = spawn(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/server.ts'], {
+  const server: ChildProcess = spawn(process.execPath, await serverProcessArgs(), {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { SourceMap } from 'node:module';
 import { join, relative } from 'node:path';
 import autocannon from 'autocannon';
 import { Command, Option } from 'commander';
@@ -21,7 +22,7 @@ import { runAdmin } from '../src/admin/run-admin.ts';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   children?: number[];
 }
 interface CpuProfile {
@@ -44,6 +45,36 @@ function ownerOf(frame: ProfileNode['callFrame']): string {
       .join('/');
   if (url.startsWith('node:')) return url;
   return relative(root, new URL(url).pathname);
+}
+
+/**
+ * The server runs a bundle of src/ (scripts/build.ts): each of its frames is put back at its source
+ * file and line with the bundle's source map, so the tables name src/ files as before.
+ */
+function atSources(profile: CpuProfile): CpuProfile {
+  const maps = new Map<string, SourceMap | null>();
+  const mapOf = (url: string): SourceMap | null => {
+    if (!maps.has(url)) {
+      let map: SourceMap | null = null;
+      try {
+        map = new SourceMap(JSON.parse(readFileSync(new URL(`${url}.map`), 'utf8')) as ConstructorParameters<typeof SourceMap>[0]);
+      } catch {
+        // Not a bundle of ours: the frame stays as it is.
+      }
+      maps.set(url, map);
+    }
+    return maps.get(url)!;
+  };
+  for (const node of profile.nodes) {
+    const frame = node.callFrame;
+    const map = frame.url.startsWith('file:') ? mapOf(frame.url) : null;
+    const entry = map?.findEntry(frame.lineNumber, frame.columnNumber);
+    if (!entry || !('originalSource' in entry)) continue;
+    frame.url = new URL(entry.originalSource, frame.url).href;
+    frame.lineNumber = entry.originalLine;
+    frame.columnNumber = entry.originalColumn;
+  }
+  return profile;
 }
 
 /** The samples from the first HTTP request on, by node, with the time they cover. */
@@ -164,7 +195,7 @@ async function main(): Promise<void> {
   const file = readdirSync(dir).find((name) => name.endsWith('.cpuprofile'));
   if (!file) throw new Error('the server wrote no profile');
   console.log(`profile: ${join(dir, file)} (the tables leave out start-up, before the first HTTP request)`);
-  const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
+  const profile = atSources(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile);
   report(profile, Number(top));
   if (metrics) {
     const { share, busyMs } = metricsShare(profile);

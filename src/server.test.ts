@@ -7,14 +7,14 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { PUBLIC_DEMO_API_KEY } from './platform/config.ts';
 import { freePort } from '../test/support/free-port.ts';
-import { SERVER_NODE_FLAGS } from '../test/support/server-process.ts';
+import { SERVER_NODE_FLAGS, serverProcessArgs } from '../test/support/server-process.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 
 async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; output: () => string }> {
   const port = await freePort();
   let output = '';
-  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, await serverProcessArgs(), {
     cwd: root,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
   });
@@ -98,7 +98,7 @@ describe('server process', function () {
   });
 
   it('refuses to start with a configuration it cannot honour', async () => {
-    const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/server.ts'], {
+    const child = spawn(process.execPath, await serverProcessArgs(), {
       cwd: root,
       env: { ...process.env, SERVICE_MODE: 'production', DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}`, ENCRYPTION_KEY: '' },
     });

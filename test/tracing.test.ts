@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { PUBLIC_DEMO_API_KEY } from '../src/platform/config.ts';
 import { tracingRequested } from '../src/platform/tracing/tracing.ts';
 import { freePort } from './support/free-port.ts';
+import { serverProcessArgs } from './support/server-process.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -35,7 +36,7 @@ describe('OpenTelemetry tracing', function () {
       dir = mkdtempSync(join(tmpdir(), 'civ-tracing-'));
       const port = await freePort();
       base = `http://127.0.0.1:${port}`;
-      child = spawn(process.execPath, ['--import', 'tsx', '--import', './src/platform/tracing/tracing.ts', 'src/server.ts'], {
+      child = spawn(process.execPath, await serverProcessArgs({ preload: 'tracing' }), {
         cwd: root,
         env: {
           ...process.env,

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { runAdmin } from '../src/admin/run-admin.ts';
 import { freePort } from './support/free-port.ts';
-import { cpuMicros, SERVER_NODE_FLAGS } from './support/server-process.ts';
+import { cpuMicros, serverProcessArgs } from './support/server-process.ts';
 import { testDatabases, type TestDatabase } from './support/test-databases.ts';
 
 /**
@@ -52,7 +52,7 @@ describe('WEB_CONCURRENCY: several server processes on one port', function () {
   this.timeout(120_000);
 
   it('refuses to start on SQLite, whose rate limits live in each process', async () => {
-    const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/server.ts'], {
+    const child = spawn(process.execPath, await serverProcessArgs(), {
       cwd: root,
       env: { ...process.env, PORT: String(await freePort()), DATABASE_URL: 'sqlite::memory:', WEB_CONCURRENCY: '2' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -79,7 +79,7 @@ describe('WEB_CONCURRENCY: several server processes on one port', function () {
       port = await freePort();
       metricsPort = await freePort();
       const env = { DATABASE_URL: testDb.url, SERVICE_MODE: 'sandbox', LOG_LEVEL: 'info' };
-      primary = spawn(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/server.ts'], {
+      primary = spawn(process.execPath, await serverProcessArgs(), {
         cwd: root,
         env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: String(metricsPort), WEB_CONCURRENCY: '2' },
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { buildServer } from '../../scripts/build.ts';
 import { freePort } from './free-port.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -8,10 +9,23 @@ const root = new URL('../..', import.meta.url).pathname;
 /**
  * The Node flags the server runs with: `npm start` and the Dockerfile's CMD pass the same (a test in
  * src/server.test.ts keeps them equal), and so do the tests and benchmarks that start a server
- * process. A young generation of 4 MB semi-spaces instead of V8's 16 MB default kept a loaded
- * server about 25 MB smaller with no loss of throughput measured (docs/performance.md).
+ * process. A young generation of 2 MB semi-spaces instead of V8's 16 MB default keeps a loaded
+ * server smaller with no loss of throughput measured (docs/performance.md). Source maps make stack
+ * traces name the lines of src/, not of the bundle that runs (scripts/build.ts).
  */
-export const SERVER_NODE_FLAGS = ['--max-semi-space-size=2'];
+export const SERVER_NODE_FLAGS = ['--max-semi-space-size=2', '--enable-source-maps'];
+
+let built: Promise<{ server: string; tracing: string }> | undefined;
+
+/**
+ * What node runs to start the server as `npm start` does: the server's flags and the bundle built
+ * from src/ (scripts/build.ts), built once per test or benchmark process. `preload` adds the tracing
+ * preload, as npm start and the Dockerfile load it.
+ */
+export async function serverProcessArgs(options: { nodeArgs?: string[]; preload?: 'tracing' } = {}): Promise<string[]> {
+  const bundles = await (built ??= buildServer());
+  return [...SERVER_NODE_FLAGS, ...(options.nodeArgs ?? []), ...(options.preload ? ['--import', bundles.tracing] : []), bundles.server];
+}
 
 /** CPU time (user + system, all threads) a process has used so far, in µs (Linux /proc; 0 elsewhere). */
 export function cpuMicros(pid: number): number {
@@ -32,7 +46,7 @@ export function cpuMicros(pid: number): number {
 export async function startServerProcess(env: Record<string, string>, options: { nodeArgs?: string[] } = {}): Promise<{ child: ChildProcess; base: string }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...(options.nodeArgs ?? []), '--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, await serverProcessArgs(options), {
     cwd: root,
     env: { ...process.env, PORT: String(port), LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],

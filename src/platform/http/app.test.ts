@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { Writable } from 'node:stream';
 import type { RequestHandler } from 'express';
 import request from 'supertest';
@@ -133,6 +134,43 @@ for (const factory of testDatabases()) {
             `${type}: ${response.text}`,
           );
         }
+      }
+    });
+
+    it('compiles no new validator for a Content-Type that differs only in what cannot change the validation', async () => {
+      const { apiKey } = await lenderWithKey(setup.ctx);
+      // express-openapi-validator compiles its validators with Ajv (addSchema) on first use per key.
+      const added = countAjvSchemasAdded();
+      try {
+        const post = (contentType: string) =>
+          request(setup.service.app)
+            .post('/api/v1/verifications')
+            .auth(apiKey, { type: 'bearer' })
+            .set('content-type', contentType)
+            .set('idempotency-key', randomUUID())
+            .send('{"creator_platforms": ["youtube"]}');
+        const get = (contentType: string) =>
+          request(setup.service.app).get('/api/v1/verifications').auth(apiKey, { type: 'bearer' }).set('content-type', contentType);
+        // Each operation and body media type compiles once (or was compiled by an earlier test)...
+        await post('application/json');
+        await get('application/json');
+        const before = added.count;
+        // ...and parameters a caller may vary without end, or a media type on a request without a
+        // body, compile nothing more, while each request is still judged as before.
+        for (let i = 0; i < 20; i++) {
+          const created = await post(`application/json; v=${i}`);
+          assert.equal(created.status, 400, created.text);
+          assert.match(created.body.message, /obligor_reference/);
+          // A 200 goes through the response validator too (on in these tests).
+          const read = await get(`application/x-${i}; v=${i}`);
+          assert.equal(read.status, 200, read.text);
+        }
+        const refused = await post('text/plain; v=1');
+        assert.equal(refused.status, 400, refused.text);
+        assert.match(refused.body.message, /media type|content.type/i);
+        assert.equal(added.count, before, 'validators compiled for Content-Type variants');
+      } finally {
+        added.restore();
       }
     });
 
@@ -472,3 +510,23 @@ describe('the logged path (withoutSecrets)', () => {
     assert.equal(withoutSecrets('HTTPS://service.example:8443/consent/cst_secretToken/decline?x=1'), '/consent/:token/decline');
   });
 });
+
+/** Counts the schemas added to any Ajv instance (the validator's among them) until restored. */
+function countAjvSchemasAdded(): { readonly count: number; restore(): void } {
+  const core = (createRequire(import.meta.url)('ajv/dist/core') as { default: { prototype: { addSchema: (...args: unknown[]) => unknown } } }).default
+    .prototype;
+  const addSchema = core.addSchema;
+  let count = 0;
+  core.addSchema = function (this: unknown, ...args: unknown[]) {
+    count++;
+    return addSchema.apply(this, args);
+  };
+  return {
+    get count() {
+      return count;
+    },
+    restore: () => {
+      core.addSchema = addSchema;
+    },
+  };
+}

@@ -19,6 +19,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { SERVICE_ENV_NAMES as HARNESS_SERVICE_ENV_NAMES } from '../conformance/service-env.ts';
+import { stopProcess } from '../test/support/server-process.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const run = promisify(execFile);
@@ -285,18 +286,8 @@ async function startServer(copy: string, database: string, caDir: string): Promi
     }
     await new Promise((done) => setTimeout(done, 200));
   }
-  await stopServer({ child, baseUrl, output: () => output });
+  await stopProcess(child);
   throw new Error(`the server did not become ready:\n${output}`);
-}
-
-async function stopServer(server: Server): Promise<void> {
-  const { child } = server;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 /** The suite, from this repository, against `baseUrl`: exit status 0 all passed, 1 a test failed. */
@@ -387,7 +378,7 @@ async function main(): Promise<number> {
     freshDatabase(template, join(work, 'baseline.sqlite'));
     const baselineServer = await startServer(copy, join(work, 'baseline.sqlite'), caDir);
     const baselineJunit = join(work, 'baseline.xml');
-    const baseline = await runSuite(baselineServer.baseUrl, keys, caDir, everything, baselineJunit).finally(() => stopServer(baselineServer));
+    const baseline = await runSuite(baselineServer.baseUrl, keys, caDir, everything, baselineJunit).finally(() => stopProcess(baselineServer.child));
     const counts = countsOf(baselineJunit);
     if (baseline.code !== 0 || counts.tests === 0) {
       console.error(`Baseline: the unchanged service does not pass the selected tests (exit ${baseline.code}):\n${baseline.output.slice(-6_000)}`);
@@ -416,7 +407,7 @@ async function main(): Promise<number> {
         }
         if (server) {
           const junit = join(work, `${mutant.id}.xml`);
-          const result = await runSuite(server.baseUrl, keys, caDir, `/${asRegExpSource(mutant.grep)}/`, junit).finally(() => stopServer(server));
+          const result = await runSuite(server.baseUrl, keys, caDir, `/${asRegExpSource(mutant.grep)}/`, junit).finally(() => stopProcess(server.child));
           const c = countsOf(junit);
           outcome =
             c.tests === 0

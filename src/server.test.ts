@@ -97,6 +97,38 @@ describe('server process', function () {
     assert.equal(code, 0);
   });
 
+  it('started by npm start, drains and stops on a SIGTERM sent to npm', async () => {
+    const port = await freePort();
+    const npm = spawn('npm', ['start'], {
+      cwd: root,
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}` },
+    });
+    let output = '';
+    npm.stdout.on('data', (d) => (output += d));
+    npm.stderr.on('data', (d) => (output += d));
+    try {
+      const deadline = Date.now() + 25_000;
+      while (
+        !(await fetch(`http://127.0.0.1:${port}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        ))
+      ) {
+        assert.ok(Date.now() < deadline && npm.exitCode === null, `npm start did not become ready:\n${output}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const exited = once(npm, 'exit');
+      npm.kill('SIGTERM');
+      await exited;
+      // The server itself got the signal (npm start execs it), drained, and is gone.
+      assert.match(output, /draining in-flight requests/);
+      assert.match(output, /"msg":"stopped"/);
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/readyz`));
+    } finally {
+      npm.kill('SIGKILL');
+    }
+  });
+
   it('refuses to start with a configuration it cannot honour', async () => {
     const child = spawn(process.execPath, await serverProcessArgs(), {
       cwd: root,

@@ -113,15 +113,18 @@ for (const factory of testDatabases()) {
       assert.equal(Number(known.headers['x-ratelimit-remaining']), Number(unknown.headers['x-ratelimit-remaining']) - 1);
     });
 
+    /** A creation whose body lacks `obligor_reference`, sent with that Content-Type. */
+    const postIncomplete = (apiKey: string, contentType: string) =>
+      request(setup.service.app)
+        .post('/api/v1/verifications')
+        .auth(apiKey, { type: 'bearer' })
+        .set('content-type', contentType)
+        .set('idempotency-key', randomUUID())
+        .send('{"creator_platforms": ["youtube"]}');
+
     it('judges each request body by its own Content-Type, whatever the requests before it sent', async () => {
       const { apiKey } = await lenderWithKey(setup.ctx);
-      const post = (contentType: string) =>
-        request(setup.service.app)
-          .post('/api/v1/verifications')
-          .auth(apiKey, { type: 'bearer' })
-          .set('content-type', contentType)
-          .set('idempotency-key', randomUUID())
-          .send('{"creator_platforms": ["youtube"]}');
+      const post = (contentType: string) => postIncomplete(apiKey, contentType);
       for (let round = 0; round < 2; round++) {
         for (const type of ['application/json', 'text/plain', 'application/json; charset=utf-8', 'TEXT/PLAIN; charset=utf-8']) {
           const response = await post(type);
@@ -142,13 +145,7 @@ for (const factory of testDatabases()) {
       // express-openapi-validator compiles its validators with Ajv (addSchema) on first use per key.
       const added = countAjvSchemasAdded();
       try {
-        const post = (contentType: string) =>
-          request(setup.service.app)
-            .post('/api/v1/verifications')
-            .auth(apiKey, { type: 'bearer' })
-            .set('content-type', contentType)
-            .set('idempotency-key', randomUUID())
-            .send('{"creator_platforms": ["youtube"]}');
+        const post = (contentType: string) => postIncomplete(apiKey, contentType);
         const get = (contentType: string) =>
           request(setup.service.app).get('/api/v1/verifications').auth(apiKey, { type: 'bearer' }).set('content-type', contentType);
         // Each operation and body media type compiles once (or was compiled by an earlier test)...

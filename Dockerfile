@@ -15,6 +15,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci's postinstall applies these to the installed packages (patch-package): without them the
+# image would run express-openapi-validator unpatched.
+COPY patches ./patches
 RUN npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
@@ -32,6 +35,8 @@ COPY package.json package-lock.json tsconfig.json ./
 COPY generated ./generated
 COPY spec ./spec
 COPY src ./src
+# The docs page shows the changelog, read when the app starts.
+COPY docs/changelog.md ./docs/changelog.md
 COPY scripts/build.ts ./scripts/build.ts
 RUN node --import tsx scripts/build.ts
 # The embedded SQLite database lives here unless DATABASE_URL names PostgreSQL.

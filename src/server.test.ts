@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, isAbsolute, join, normalize, relative } from 'node:path';
 import { once } from 'node:events';
 import { PUBLIC_DEMO_API_KEY } from './platform/config.ts';
 import { freePort } from '../test/support/free-port.ts';
@@ -41,18 +41,45 @@ describe('server process', function () {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('runs with the same Node flags from npm start, the Dockerfile and the test and benchmark harness', () => {
+  it('runs the same node command from npm start, the Dockerfile and the test and benchmark harness', async () => {
     const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
+    // npm start builds, then execs node (so a signal to npm reaches the server).
+    const startNode = /&& exec node (.*)$/.exec(start)?.[1];
+    assert.ok(startNode, `npm start does not exec node after building: ${start}`);
     const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
     assert.ok(cmd, 'the Dockerfile has no CMD in exec form');
-    const dockerArgs = JSON.parse(cmd) as string[];
-    const startArgs = start.split(/\s+/);
-    for (const flag of SERVER_NODE_FLAGS) {
-      assert.ok(startArgs.includes(flag), `npm start lacks ${flag}`);
-      assert.ok(dockerArgs.includes(flag), `the Dockerfile's CMD lacks ${flag}`);
+    const [dockerNode, ...dockerArgs] = JSON.parse(cmd) as string[];
+    assert.equal(dockerNode, 'node');
+    // Paths as written from the project's root, wherever the harness runs from.
+    const asWritten = (args: string[]) => args.map((arg) => (isAbsolute(arg) ? relative(root, arg) : normalize(arg)));
+    assert.deepEqual(asWritten(startNode.split(/\s+/)), asWritten(dockerArgs));
+    assert.deepEqual(asWritten(await serverProcessArgs()), asWritten(dockerArgs));
+    for (const flag of SERVER_NODE_FLAGS) assert.ok(dockerArgs.includes(flag), `the Dockerfile's CMD lacks ${flag}`);
+  });
+
+  it('builds an image that installs its packages patched and holds every file the server reads beside its sources', () => {
+    const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    const copied = (stage: string) => [...stage.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/)).map((path) => normalize(path));
+    // patch-package runs as npm ci's postinstall: the patches must be there before it.
+    const dependencies = stages.find((stage) => /npm ci/.test(stage))!;
+    assert.ok(copied(dependencies.slice(0, dependencies.indexOf('RUN npm ci'))).includes('patches'), 'patches/ is not copied before npm ci');
+    const runtime = copied(stages.at(-1)!);
+    // Every `new URL('<relative path>', import.meta.url)` of the server's sources, from the root.
+    const sources = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+    const read = sources.flatMap((file) =>
+      [...readFileSync(join(root, 'src', file), 'utf8').matchAll(/new URL\('([^']+)', import\.meta\.url\)/g)].map((m) =>
+        relative(root, join(root, 'src', dirname(file), m[1]!)),
+      ),
+    );
+    assert.ok(read.includes('docs/changelog.md') && read.includes('generated/openapi.json'), `found ${read.join(', ')}`);
+    // (The admin CLI's runner finds the project's root itself, '', which is not a file to copy.)
+    for (const path of read.filter(Boolean)) {
+      assert.ok(
+        runtime.some((source) => path === source || path.startsWith(`${source}/`)),
+        `the image does not copy ${path}`,
+      );
     }
-    const nodeFlags = (args: string[]) => args.filter((arg) => arg.startsWith('--') && arg !== '--import');
-    assert.deepEqual(nodeFlags(startArgs), nodeFlags(dockerArgs));
   });
 
   it('prints where it listens and the demo key, and serves the docs page', async () => {
@@ -99,9 +126,11 @@ describe('server process', function () {
 
   it('started by npm start, drains and stops on a SIGTERM sent to npm', async () => {
     const port = await freePort();
+    // In a process group of its own, so that whatever it started can be stopped with it.
     const npm = spawn('npm', ['start'], {
       cwd: root,
       env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}` },
+      detached: true,
     });
     let output = '';
     npm.stdout.on('data', (d) => (output += d));
@@ -117,15 +146,20 @@ describe('server process', function () {
         assert.ok(Date.now() < deadline && npm.exitCode === null, `npm start did not become ready:\n${output}`);
         await new Promise((r) => setTimeout(r, 200));
       }
-      const exited = once(npm, 'exit');
+      // 'close': its output has been read to the end.
+      const closed = once(npm, 'close');
       npm.kill('SIGTERM');
-      await exited;
+      await closed;
       // The server itself got the signal (npm start execs it), drained, and is gone.
       assert.match(output, /draining in-flight requests/);
       assert.match(output, /"msg":"stopped"/);
       await assert.rejects(fetch(`http://127.0.0.1:${port}/readyz`));
     } finally {
-      npm.kill('SIGKILL');
+      try {
+        process.kill(-npm.pid!, 'SIGKILL');
+      } catch {
+        // The group has ended.
+      }
     }
   });
 

@@ -36,7 +36,7 @@ describe('OpenTelemetry tracing', function () {
       dir = mkdtempSync(join(tmpdir(), 'civ-tracing-'));
       const port = await freePort();
       base = `http://127.0.0.1:${port}`;
-      child = spawn(process.execPath, await serverProcessArgs({ preload: 'tracing' }), {
+      child = spawn(process.execPath, await serverProcessArgs(), {
         cwd: root,
         env: {
           ...process.env,

@@ -18,13 +18,13 @@ export const SERVER_NODE_FLAGS = ['--max-semi-space-size=2', '--enable-source-ma
 let built: Promise<{ server: string; tracing: string }> | undefined;
 
 /**
- * What node runs to start the server as `npm start` does: the server's flags and the bundle built
- * from src/ (scripts/build.ts), built once per test or benchmark process. `preload` adds the tracing
- * preload, as npm start and the Dockerfile load it.
+ * What node runs to start the server as `npm start` does: the server's flags, the tracing preload
+ * and the bundle built from src/ (scripts/build.ts), built once per test or benchmark process. A
+ * test in src/server.test.ts keeps this equal to npm start and the Dockerfile's CMD.
  */
-export async function serverProcessArgs(options: { nodeArgs?: string[]; preload?: 'tracing' } = {}): Promise<string[]> {
+export async function serverProcessArgs(options: { nodeArgs?: string[] } = {}): Promise<string[]> {
   const bundles = await (built ??= buildServer());
-  return [...SERVER_NODE_FLAGS, ...(options.nodeArgs ?? []), ...(options.preload ? ['--import', bundles.tracing] : []), bundles.server];
+  return [...SERVER_NODE_FLAGS, ...(options.nodeArgs ?? []), '--import', bundles.tracing, bundles.server];
 }
 
 /** CPU time (user + system, all threads) a process has used so far, in µs (Linux /proc; 0 elsewhere). */

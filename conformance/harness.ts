@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -641,7 +641,7 @@ class SelfStartedService implements TargetDefinition {
 
   private async spawnService(env: NodeJS.ProcessEnv, baseUrl: string): Promise<void> {
     const output = new OutputTail();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, await serverCommand(), { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout.on('data', (chunk: Buffer) => output.append(chunk));
     child.stderr.on('data', (chunk: Buffer) => output.append(chunk));
@@ -803,6 +803,22 @@ function retrySchedule(env: NodeJS.ProcessEnv, name: string, fallback: number[])
 function repoRoot(): string {
   if (!REPO_ROOT) throw new Error(SELF_START_UNAVAILABLE);
   return REPO_ROOT;
+}
+
+let built: Promise<void> | undefined;
+
+/**
+ * The node arguments `npm start` runs the service with, after the build it runs first (the
+ * repository's package.json): the suite starts what a deployment starts. Built once per run.
+ */
+async function serverCommand(): Promise<string[]> {
+  const root = repoRoot();
+  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '';
+  const nodeArgs = /&& exec node (.+)$/.exec(start)?.[1];
+  if (!nodeArgs) throw new Error(`npm start is not "<build> && exec node <arguments>": ${start}`);
+  built ??= run(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { cwd: root, timeout: 60_000 }).then(() => undefined);
+  await built;
+  return nodeArgs.split(/\s+/);
 }
 
 export const SELF_START_UNAVAILABLE =

@@ -11,10 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 
 const root = new URL('..', import.meta.url).pathname;
-export const BUILD_DIR = join(root, '.build');
-
-export const SERVER_BUNDLE = join(BUILD_DIR, 'server.js');
-export const TRACING_BUNDLE = join(BUILD_DIR, 'tracing.js');
+const BUILD_DIR = join(root, '.build');
 
 /** Each source's `import.meta.url` as its own file's URL, found from the bundle's at run time (so .build/ and src/ can move together). */
 function sourceModuleUrls(outDir: string): Plugin {
@@ -56,7 +53,7 @@ export async function buildServer(): Promise<{ server: string; tracing: string }
     writeFileSync(staging, file.contents);
     renameSync(staging, file.path);
   }
-  return { server: SERVER_BUNDLE, tracing: TRACING_BUNDLE };
+  return { server: join(BUILD_DIR, 'server.js'), tracing: join(BUILD_DIR, 'tracing.js') };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await buildServer();

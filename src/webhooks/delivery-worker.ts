@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { request, type Dispatcher } from 'undici';
+import { decryptSecret } from '../platform/crypto.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
 import { webhookAttempts } from '../platform/metrics/metrics.ts';
@@ -12,7 +14,12 @@ export interface DeliveryWorkerOptions {
   encryptionKey: Buffer;
   /** Seconds after the first attempt at which each attempt happens (D14), e.g. [0, 60, 300, 1800, 7200]. */
   scheduleSeconds: number[];
-  /** A receiver that has not answered by then counts as failed (6.2: 10 seconds). */
+  /**
+   * A receiver that has not answered by then counts as failed (6.2: 10 seconds), timed from when the
+   * request goes out on a connection: a wait for one of the origin's connections (the dispatcher
+   * keeps a few per origin) is the sender's, not the receiver's. The wait and the answer together
+   * get at most twice this.
+   */
   timeoutMs: number;
   /** Connects only to addresses the target guard accepts, checked at each delivery (D16). */
   dispatcher: Dispatcher;
@@ -35,6 +42,12 @@ export class DeliveryWorker {
   private again = false;
   private stopped = true;
   private pollMs = 1000;
+  /**
+   * Signing secrets opened, by their stored ciphertext: the same few endpoints' secrets sign every
+   * delivery, and the process holds the key that opens them anyway. A rotated secret is a new
+   * ciphertext; a deleted endpoint's stops being asked for and ages out.
+   */
+  private readonly openedSecrets = new LRUCache<string, string>({ max: 1_000 });
 
   constructor(private readonly options: DeliveryWorkerOptions) {}
 
@@ -42,8 +55,9 @@ export class DeliveryWorker {
   async runDue(): Promise<number> {
     let attempts = 0;
     for (;;) {
-      // Longer than any attempt can take; a delivery whose sender died is claimed again after it.
-      const lease = this.options.timeoutMs + 5_000;
+      // Longer than any attempt can take (`post`: at most twice the timeout); a delivery whose
+      // sender died is claimed again after it.
+      const lease = 2 * this.options.timeoutMs + 5_000;
       const due = await this.options.webhooks.claimDue(this.workerId, this.options.clock.now(), this.options.batchSize ?? 200, lease);
       if (due.length === 0) return attempts;
       // One transaction records the whole batch: on SQLite's single writer that is what keeps up.
@@ -106,12 +120,17 @@ export class DeliveryWorker {
         headers: {
           'content-type': 'application/json',
           'user-agent': USER_AGENT,
-          'x-service-signature': signWebhookBodyWith(body, signingSecrets(this.options.encryptionKey, endpoint, at)),
+          'x-service-signature': signWebhookBodyWith(body, signingSecrets(this.openSecret, endpoint, at)),
           'x-service-event': eventName,
           'x-service-delivery': deliveryId,
         },
         dispatcher: this.options.dispatcher,
-        signal: AbortSignal.timeout(this.options.timeoutMs),
+        // The receiver's time: from the request's start on a connection to its answer's headers, and
+        // then between the answer's chunks.
+        headersTimeout: this.options.timeoutMs,
+        bodyTimeout: this.options.timeoutMs,
+        // The whole attempt, a wait for a connection to the origin included, stays within the lease.
+        signal: AbortSignal.timeout(2 * this.options.timeoutMs),
       });
       statusCode = response.statusCode;
       // Redirects are not followed: a redirect could lead to an address the guard never checked.
@@ -121,6 +140,15 @@ export class DeliveryWorker {
     }
     return { statusCode, durationMs: Math.round(performance.now() - started), error, responseSnippet };
   }
+
+  private readonly openSecret = (ciphertext: string): string => {
+    let secret = this.openedSecrets.get(ciphertext);
+    if (secret === undefined) {
+      secret = decryptSecret(this.options.encryptionKey, ciphertext);
+      this.openedSecrets.set(ciphertext, secret);
+    }
+    return secret;
+  };
 
   /**
    * Runs a pass now (after a commit that created deliveries) instead of at the next poll. Up to
@@ -198,7 +226,9 @@ async function snippetOf(body: AsyncIterable<Buffer> & { destroy(): unknown }): 
 
 function describe(error: unknown): string {
   const e = error as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return 'timeout: no response in time';
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'UND_ERR_HEADERS_TIMEOUT' || e?.code === 'UND_ERR_BODY_TIMEOUT') {
+    return 'timeout: no response in time';
+  }
   const detail = e?.cause?.message ?? e?.message ?? String(error);
   const code = e?.cause?.code ?? e?.code;
   return (code ? `${code}: ${detail}` : detail).slice(0, 500);

@@ -71,6 +71,35 @@ for (const factory of testDatabases()) {
       assert.deepEqual((await get(v.verification_id)).body, v);
     });
 
+    it('dates a creation when it is written, after its wait for the SQLite writer, not when it arrived', async function () {
+      if (factory.name !== 'sqlite') return this.skip();
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let begun!: () => void;
+      const holding = new Promise<void>((resolve) => (begun = resolve));
+      // Another transaction holds the writer while the creation arrives.
+      const holder = service.db.knex.transaction(async () => {
+        begun();
+        await held;
+      });
+      await holding;
+      const arrivedAt = clock.now().getTime();
+      const creating = create({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube'] }).then((response) => response);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      clock.advance(60_000);
+      release();
+      await holder;
+      const { status, body: v } = await creating;
+      assert.equal(status, 201);
+      const writtenAt = new Date(arrivedAt + 60_000).toISOString();
+      assert.deepEqual([v.created_at, v.updated_at, v.completed_at], [writtenAt, writtenAt, writtenAt]);
+      const events = await service.db.knex('events').where({ verification_id: v.verification_id }).select('occurred_at');
+      assert.deepEqual(
+        events.map((e: { occurred_at: string }) => e.occurred_at),
+        [writtenAt],
+      );
+    });
+
     it('expires a verification that waits 7 days for consent, with its event', async () => {
       const { body: v } = await create({ obligor_reference: 'obligor-expiry', creator_platforms: ['stripe'] });
       await advance(7 * DAY - 1000);

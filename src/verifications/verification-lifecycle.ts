@@ -264,9 +264,12 @@ export class VerificationLifecycle {
    */
   async create(principal: Principal, idempotencyKey: string, request: CreateVerificationRequest): Promise<{ body: VerificationResource; replayed: boolean }> {
     const fingerprint = requestFingerprint(request);
-    const now = this.deps.now();
     const profile = await this.deps.scoringProfileOf(principal.lender.id);
     return this.deps.verifications.transaction(async (store) => {
+      // Read once the unit of work has begun (on SQLite, once the writer is this transaction's), not
+      // before its wait for the writer: the verification's times and its event's occurred_at are
+      // when it is written, in the order of the writes (docs/performance.md).
+      const now = this.deps.now();
       // Stored by the creation below from a VerificationResource (D1: a replay answers the original
       // body), without the consent URL: its token is a secret, kept sealed with the verification.
       const previous = await claimIdempotencyKey<VerificationResource>(store, principal.lender.id, idempotencyKey, fingerprint, now);
@@ -298,9 +301,10 @@ export class VerificationLifecycle {
     }
     const lenderId = principal.lender.id;
     const profile = await this.deps.scoringProfileOf(lenderId);
-    const now = this.deps.now();
     const fingerprint = requestFingerprint({ operation: 'createOverlay', verification_id: verificationId, body: request });
     return this.deps.verifications.transaction(async (store) => {
+      // As for creation: the time of the write, not of the request's arrival.
+      const now = this.deps.now();
       if (idempotencyKey) {
         // Stored below from an OverlayResource.
         const previous = await claimIdempotencyKey<OverlayResource>(store, lenderId, idempotencyKey, fingerprint, now);
@@ -388,8 +392,8 @@ export class VerificationLifecycle {
    * says the request was withdrawn; the expiry job and sandbox steps find nothing left to move.
    */
   async cancel(lenderId: string, verificationId: string): Promise<VerificationResource> {
-    const now = this.deps.now();
     return this.deps.verifications.transaction(async (store) => {
+      const now = this.deps.now();
       const [record] = await store.lockOwned(lenderId, [verificationId]);
       if (!record) throw new DomainError('not_found', `No verification ${verificationId}.`);
       if (record.status === 'pending_consent') {

@@ -54,15 +54,34 @@ export class DeliveryWorker {
   /** Sends everything due now, batch after batch; returns how many attempts were made. */
   async runDue(): Promise<number> {
     let attempts = 0;
-    for (;;) {
-      // Longer than any attempt can take (`post`: at most twice the timeout); a delivery whose
-      // sender died is claimed again after it.
-      const lease = 2 * this.options.timeoutMs + 5_000;
-      const due = await this.options.webhooks.claimDue(this.workerId, this.options.clock.now(), this.options.batchSize ?? 200, lease);
-      if (due.length === 0) return attempts;
-      // One transaction records the whole batch: on SQLite's single writer that is what keeps up.
-      await this.options.webhooks.recordAttempts(this.workerId, await Promise.all(due.map((delivery) => this.attempt(delivery))));
-      attempts += due.length;
+    // The batch before's attempts, being recorded while the next batch is claimed and sent: their
+    // transaction waits for SQLite's writer behind the creations queued there, and new deliveries
+    // waited for it. One recording at a time; the deliveries it records stay claimed until then.
+    let recording: Promise<void> | null = null;
+    try {
+      for (;;) {
+        // Longer than any attempt can take (`post`: at most twice the timeout); a delivery whose
+        // sender died is claimed again after it.
+        const lease = 2 * this.options.timeoutMs + 5_000;
+        const due = await this.options.webhooks.claimDue(this.workerId, this.options.clock.now(), this.options.batchSize ?? 200, lease);
+        if (due.length === 0) {
+          if (!recording) return attempts;
+          // What the recording frees is due now too: a later event of a verification to an
+          // endpoint waits until the one before it is no longer being sent.
+          await recording;
+          recording = null;
+          continue;
+        }
+        const records = await Promise.all(due.map((delivery) => this.attempt(delivery)));
+        if (recording) await recording;
+        // One transaction records the whole batch: on SQLite's single writer that is what keeps up.
+        recording = this.options.webhooks.recordAttempts(this.workerId, records);
+        // Awaited in turn (or below); until then its failure must not count as unhandled.
+        recording.catch(() => undefined);
+        attempts += due.length;
+      }
+    } finally {
+      if (recording) await recording;
     }
   }
 

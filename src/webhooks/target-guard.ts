@@ -238,8 +238,6 @@ export interface GuardedDispatcherOptions {
   allowPrivateTargets: boolean;
   /** Covers name resolution, TCP connect and TLS handshake. */
   connectTimeoutMs: number;
-  /** The most connections kept open to one origin at once; requests beyond them wait for one (default 32). */
-  connectionsPerOrigin?: number;
   /** Name resolution; defaults to the system resolver. Tests inject one. */
   lookup?: Resolver;
   /**
@@ -261,15 +259,6 @@ export interface GuardedDispatcherOptions {
  * caller follows them, go through the same check. TLS is verified as usual, against the URL host
  * (SNI and certificate name), not against the address we pinned.
  */
-/**
- * Connections to one origin: deliveries to it share them, kept alive, instead of each batch opening
- * a connection per delivery in flight (up to 800: four passes of 200), each a TLS handshake. Under
- * `bench:webhooks` the sender opened 130-230 connections for 3,000 deliveries to one origin, and the
- * handshakes took about a tenth of the main thread (docs/performance.md). It also keeps a burst of
- * events from opening hundreds of connections to a lender's receiver at once.
- */
-export const CONNECTIONS_PER_ORIGIN = 32;
-
 export function createGuardedDispatcher(options: GuardedDispatcherOptions): Agent {
   const { allowPrivateTargets } = options;
   const resolve = options.lookup ?? systemResolver;
@@ -298,7 +287,6 @@ export function createGuardedDispatcher(options: GuardedDispatcherOptions): Agen
   });
 
   return new Agent({
-    connections: options.connectionsPerOrigin ?? CONNECTIONS_PER_ORIGIN,
     connect(connectOptions, callback) {
       // Node skips `lookup` for IP literals, so literal hosts are checked here.
       const host = unbracket(connectOptions.hostname);

@@ -57,9 +57,8 @@ export const MUTANTS: Mutant[] = [
     id: 'signature-over-reserialised-json',
     defect: 'webhook signature computed over re-serialised JSON, not the bytes sent',
     file: 'src/webhooks/delivery-worker.ts',
-    find: "'x-service-signature': signWebhookBodyWith(body, signingSecrets(this.options.encryptionKey, endpoint, at)),",
-    replace:
-      "'x-service-signature': signWebhookBodyWith(JSON.stringify(JSON.parse(String(body)), null, 1), signingSecrets(this.options.encryptionKey, endpoint, at)),",
+    find: "'x-service-signature': signWebhookBodyWith(body, signingSecrets(this.openSecret, endpoint, at)),",
+    replace: "'x-service-signature': signWebhookBodyWith(JSON.stringify(JSON.parse(String(body)), null, 1), signingSecrets(this.openSecret, endpoint, at)),",
     grep: 'events to subscribed endpoints',
   },
   {
@@ -193,7 +192,7 @@ function occurrences(text: string, needle: string): number {
 }
 
 /** Every mutant's text must be in its file exactly once; all are checked before anything runs. */
-function checkMutants(mutants: Mutant[]): string[] {
+export function checkMutants(mutants: Mutant[]): string[] {
   const problems: string[] = [];
   const ids = new Set<string>();
   for (const mutant of mutants) {

@@ -268,7 +268,7 @@ export class VerificationLifecycle {
     return this.deps.verifications.transaction(async (store) => {
       // Read once the unit of work has begun (on SQLite, once the writer is this transaction's), not
       // before its wait for the writer: the verification's times and its event's occurred_at are
-      // when it is written, in the order of the writes (docs/performance.md).
+      // when it is written (and on SQLite's one writer, in the order of the writes; docs/performance.md).
       const now = this.deps.now();
       // Stored by the creation below from a VerificationResource (D1: a replay answers the original
       // body), without the consent URL: its token is a secret, kept sealed with the verification.

@@ -6,18 +6,15 @@
 // BENCH_ROUNDS rounds (default 3), each with a new server process, receiver, lender and endpoints
 // (and a new SQLite file), print their figures and the median of each: the machine's speed moves a
 // single round by a quarter either way.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTestCertificates, TestReceiver, type TestCertificates } from '../test/support/test-receiver.ts';
-import { freePort } from '../test/support/free-port.ts';
 import { runAdmin } from '../src/admin/run-admin.ts';
-import { serverProcessArgs } from '../test/support/server-process.ts';
+import { startServerProcess, stopProcess } from '../test/support/server-process.ts';
 
-const root = new URL('..', import.meta.url).pathname;
 const endpoints = Number(process.env.BENCH_ENDPOINTS ?? 10);
 const verifications = Number(process.env.BENCH_VERIFICATIONS ?? 300);
 
@@ -35,28 +32,17 @@ async function oneRound(certificates: TestCertificates): Promise<Round> {
   const receiver = new TestReceiver(certificates);
   const receiverUrl = await receiver.listen();
   const dir = mkdtempSync(join(tmpdir(), 'civ-bench-webhooks-'));
-  const port = await freePort();
   const env = {
-    PORT: String(port),
     DATABASE_URL: process.env.BENCH_DATABASE_URL ?? `sqlite:${join(dir, 'bench.sqlite')}`,
     LOG_LEVEL: 'error',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
     NODE_EXTRA_CA_CERTS: certificates.caFile,
   };
-  const server: ChildProcess = spawn(process.execPath, await serverProcessArgs(), {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const base = `http://127.0.0.1:${port}`;
+  let server: ChildProcess | undefined;
   try {
-    for (let ready = false; !ready;) {
-      ready = await fetch(`${base}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (!ready) await new Promise((r) => setTimeout(r, 100));
-    }
+    const service = await startServerProcess(env);
+    server = service.child;
+    const { base } = service;
     const lender = await runAdmin(env, ['lender', 'create', '--name', 'Webhook Benchmark']);
     const key = await runAdmin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
     await runAdmin(env, ['key', 'limit', '--key-id', key.id, '--rate-limit', '1000000', '--burst', '1000000']);
@@ -104,8 +90,7 @@ async function oneRound(certificates: TestCertificates): Promise<Round> {
       p99: percentile(latencies, 99),
     };
   } finally {
-    server.kill('SIGTERM');
-    await once(server, 'exit');
+    await stopProcess(server);
     await receiver.close();
     rmSync(dir, { recursive: true, force: true });
   }

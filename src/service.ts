@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
-import { LRUCache } from 'lru-cache';
 import { AccountsRepository } from './accounts/accounts-repository.ts';
 import { DEMO_LENDER_ID, deploymentModeOf, ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
 import { ConfigError, type Config } from './platform/config.ts';
@@ -36,7 +35,7 @@ import { validatePolicyOverrides } from './tape/index.ts';
 import { sandboxIncomeSource } from './verifications/sandbox.ts';
 import { VerificationLifecycle } from './verifications/verification-lifecycle.ts';
 import { VerificationsRepository, type ConsentLinks } from './verifications/verifications-repository.ts';
-import { decryptSecret, encryptSecret } from './platform/crypto.ts';
+import { encryptSecret, keptDecryption } from './platform/crypto.ts';
 import { deliverEventsToWebhooks } from './webhooks/deliveries.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
 import { createGuardedDispatcher } from './webhooks/target-guard.ts';
@@ -144,21 +143,12 @@ export async function startService(config: Config, logger: Logger, options: Serv
     const wakeDeliveries = () => deliveries.wake();
     const outbox = new EventOutbox();
     deliverEventsToWebhooks(outbox, webhooks, wakeDeliveries);
-    // Opening a sealed link was 2.5 % of a status read's CPU (a cipher context per call), for the
-    // same few links read again and again by polling lenders: the opened URLs of the most recently
-    // read links are kept in memory, which holds the key that opens them anyway. The cache is keyed
-    // by the sealed text, which an erased verification no longer has.
-    const openedLinks = new LRUCache<string, string>({ max: 10_000 });
+    // Polling lenders read the same few sealed links again and again: each is opened once (keyed by
+    // the sealed text, which an erased verification no longer has).
+    const openLink = keptDecryption(encryptionKey, 10_000);
     const consentLinks: ConsentLinks = {
       seal: (token) => encryptSecret(encryptionKey, token),
-      urlOf: (sealed) => {
-        let url = openedLinks.get(sealed);
-        if (url === undefined) {
-          url = `${config.publicBaseUrl}/consent/${decryptSecret(encryptionKey, sealed)}`;
-          openedLinks.set(sealed, url);
-        }
-        return url;
-      },
+      urlOf: (sealed) => `${config.publicBaseUrl}/consent/${openLink(sealed)}`,
     };
     const benchmarks = new BenchmarksRepository(db.knex);
     const verifications = new VerificationsRepository(

@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 
 /**
  * Secrets at rest (webhook signing secrets, OAuth tokens): AES-256-GCM under the service's
@@ -18,6 +19,25 @@ export function decryptSecret(key: Buffer, stored: string): string {
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
   return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+}
+
+/**
+ * `decryptSecret` under `key` for the same few ciphertexts read again and again (consent links that
+ * polling lenders read, webhook secrets that sign every delivery): each is opened once and kept, by
+ * its ciphertext, among the `max` most recently used. A cipher context per call cost 2-2.5 % of those
+ * paths' CPU (docs/performance.md). The process holds the key that opens them anyway; a changed
+ * secret is a new ciphertext, and one no longer read ages out.
+ */
+export function keptDecryption(key: Buffer, max: number): (stored: string) => string {
+  const opened = new LRUCache<string, string>({ max });
+  return (stored) => {
+    let plaintext = opened.get(stored);
+    if (plaintext === undefined) {
+      plaintext = decryptSecret(key, stored);
+      opened.set(stored, plaintext);
+    }
+    return plaintext;
+  };
 }
 
 /** For looking up a high-entropy secret (a token, an OAuth state) by a value that cannot be reversed. */

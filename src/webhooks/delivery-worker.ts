@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import { request, type Dispatcher } from 'undici';
-import { decryptSecret } from '../platform/crypto.ts';
+import { keptDecryption } from '../platform/crypto.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
 import { webhookAttempts } from '../platform/metrics/metrics.ts';
@@ -37,14 +36,12 @@ export class DeliveryWorker {
   private again = false;
   private stopped = true;
   private pollMs = 1000;
-  /**
-   * Signing secrets opened, by their stored ciphertext: the same few endpoints' secrets sign every
-   * delivery, and the process holds the key that opens them anyway. A rotated secret is a new
-   * ciphertext; a deleted endpoint's stops being asked for and ages out.
-   */
-  private readonly openedSecrets = new LRUCache<string, string>({ max: 1_000 });
+  /** Opens the endpoints' signing secrets, each once: the same few sign every delivery. */
+  private readonly openSecret: (secretCiphertext: string) => string;
 
-  constructor(private readonly options: DeliveryWorkerOptions) {}
+  constructor(private readonly options: DeliveryWorkerOptions) {
+    this.openSecret = keptDecryption(options.encryptionKey, 1_000);
+  }
 
   /** Sends everything due now, batch after batch; returns how many attempts were made. */
   async runDue(): Promise<number> {
@@ -156,15 +153,6 @@ export class DeliveryWorker {
     }
     return { statusCode, durationMs: Math.round(performance.now() - started), error, responseSnippet };
   }
-
-  private readonly openSecret = (ciphertext: string): string => {
-    let secret = this.openedSecrets.get(ciphertext);
-    if (secret === undefined) {
-      secret = decryptSecret(this.options.encryptionKey, ciphertext);
-      this.openedSecrets.set(ciphertext, secret);
-    }
-    return secret;
-  };
 
   /**
    * Runs a pass now (after a commit that created deliveries) instead of at the next poll. Up to

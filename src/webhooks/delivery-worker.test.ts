@@ -4,11 +4,11 @@ import type { Agent } from 'undici';
 import { systemClock } from '../platform/clock.ts';
 import { encryptSecret } from '../platform/crypto.ts';
 import { createLogger } from '../platform/logger.ts';
-import { makeTestCertificates, TestReceiver, type TestCertificates } from '../../test/support/test-receiver.ts';
+import { makeTestCertificates, TestReceiver, type ReceivedDelivery, type TestCertificates } from '../../test/support/test-receiver.ts';
 import { DeliveryWorker } from './delivery-worker.ts';
 import { createGuardedDispatcher } from './target-guard.ts';
 import { verifyWebhookSignature } from './verify-signature.ts';
-import type { AttemptRecord, DueDelivery, WebhooksRepository } from './webhooks-repository.ts';
+import type { AttemptRecord, Deferral, DueDelivery, WebhooksRepository } from './webhooks-repository.ts';
 
 describe('DeliveryWorker.runDue: recording a batch while the next is sent', function () {
   this.timeout(30_000);
@@ -109,5 +109,122 @@ describe('DeliveryWorker.runDue: recording a batch while the next is sent', func
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+});
+
+describe('DeliveryWorker: connections per receiver origin', function () {
+  this.timeout(30_000);
+  const encryptionKey = randomBytes(32);
+  const certificates = makeTestCertificates();
+  const receivers: TestReceiver[] = [];
+  const dispatchers: Agent[] = [];
+
+  afterEach(async () => {
+    for (const dispatcher of dispatchers.splice(0)) await dispatcher.close();
+    for (const receiver of receivers.splice(0)) await receiver.close();
+  });
+
+  const startReceiver = async () => {
+    const receiver = new TestReceiver(certificates);
+    receivers.push(receiver);
+    return { receiver, url: await receiver.listen() };
+  };
+
+  /** A worker whose one claim hands out `due`; what it recorded and deferred, and the lease it asked for. */
+  const workerFor = (due: DueDelivery[], options: { connectionsPerOrigin: number; timeoutMs: number }) => {
+    const dispatcher = createGuardedDispatcher({ allowPrivateTargets: true, connectTimeoutMs: 2_000, tls: { ca: certificates.ca } });
+    dispatchers.push(dispatcher);
+    const seen = { records: [] as AttemptRecord[], deferral: undefined as Deferral | undefined, leaseMs: 0 };
+    const batches = [due];
+    const worker = new DeliveryWorker({
+      webhooks: {
+        claimDue: (_workerId: string, _now: Date, _limit: number, leaseMs: number) => {
+          seen.leaseMs = leaseMs;
+          return Promise.resolve(batches.shift() ?? []);
+        },
+        recordAttempts: async (_workerId: string, records: AttemptRecord[], deferral: Deferral) => {
+          seen.records.push(...records);
+          seen.deferral = deferral;
+        },
+      } as unknown as WebhooksRepository,
+      encryptionKey,
+      scheduleSeconds: [0, 60],
+      dispatcher,
+      clock: systemClock,
+      logger: createLogger({ level: 'silent' }),
+      ...options,
+    });
+    return { worker, seen };
+  };
+  const deliveriesTo = (url: string, ids: string[]): DueDelivery[] =>
+    ids.map((id) => ({
+      id,
+      webhookId: 'whk_test',
+      eventName: 'verification.completed',
+      attempts: 0,
+      firstAttemptAt: null,
+      url,
+      secretCiphertext: encryptSecret(encryptionKey, 'whsec_connections'),
+      previousSecretCiphertext: null,
+      previousSecretExpiresAt: null,
+      body: JSON.stringify({ id }),
+    }));
+  const idsOf = (deliveries: ReceivedDelivery[]) => deliveries.map((d) => JSON.parse(d.rawBody.toString()).id as string);
+
+  it('keeps at most the bound in flight to one origin, over as many kept-alive connections', async () => {
+    const { receiver, url } = await startReceiver();
+    const ids = Array.from({ length: 12 }, (_, i) => `n${i}`);
+    receiver.answerWith('/bounded', ...ids.map(() => ({ status: 200, delayMs: 50 })));
+    const { worker, seen } = workerFor(deliveriesTo(`${url}/bounded`, ids), { connectionsPerOrigin: 3, timeoutMs: 5_000 });
+    assert.equal(await worker.runDue(), 12);
+    assert.deepEqual(idsOf(receiver.to('/bounded')).sort(), [...ids].sort());
+    assert.equal(receiver.mostInFlight, 3, 'three at a time');
+    assert.ok(receiver.connectionsOpened <= 3, `${receiver.connectionsOpened} connections for three in flight`);
+    assert.deepEqual(
+      seen.records.map((r) => [r.attempt.attempt, r.attempt.statusCode, r.outcome.status]),
+      ids.map(() => [1, 200, 'succeeded']),
+    );
+    assert.deepEqual(seen.deferral?.deliveryIds, []);
+  });
+
+  it('defers, without spending an attempt, a delivery that waited the receiver timeout for a connection', async () => {
+    const { receiver, url } = await startReceiver();
+    // One connection: d1 holds it 600 ms, d2 then waits 600 ms of its 1,000 and holds it 600 more, d3
+    // would wait 1,200 ms.
+    receiver.answerWith('/deferred', { status: 200, delayMs: 600 }, { status: 200, delayMs: 600 }, { status: 200, delayMs: 600 });
+    const { worker, seen } = workerFor(deliveriesTo(`${url}/deferred`, ['d1', 'd2', 'd3']), { connectionsPerOrigin: 1, timeoutMs: 1_000 });
+    const started = Date.now();
+    assert.equal(await worker.runDue(), 2);
+    assert.deepEqual(idsOf(receiver.to('/deferred')), ['d1', 'd2']);
+    assert.deepEqual(
+      seen.records.map((r) => [r.deliveryId, r.attempt.statusCode, r.attempt.error]),
+      [
+        ['d1', 200, null],
+        ['d2', 200, null],
+      ],
+    );
+    assert.deepEqual(seen.deferral?.deliveryIds, ['d3']);
+    // Due again one receiver timeout after it gave up, not at once behind the same busy connection.
+    const until = Date.parse(seen.deferral.until);
+    assert.ok(until >= started + 2_000 - 50 && until <= Date.now() + 1_000, `deferred until ${seen.deferral.until}`);
+    // The claim outlasts the longest an attempt can take: its wait for a connection, then the receiver's time.
+    assert.ok(seen.leaseMs > 2 * 1_000, `lease ${seen.leaseMs} ms`);
+  });
+
+  it('bounds each origin on its own: a busy receiver does not hold up another', async () => {
+    const slow = await startReceiver();
+    const fast = await startReceiver();
+    slow.receiver.answerWith('/slow', { status: 200, delayMs: 1_500 }, { status: 200, delayMs: 1_500 });
+    const due = [...deliveriesTo(`${slow.url}/slow`, ['s1', 's2']), ...deliveriesTo(`${fast.url}/fast`, ['f1'])];
+    const { worker } = workerFor(due, { connectionsPerOrigin: 1, timeoutMs: 5_000 });
+    const started = Date.now();
+    const running = worker.runDue();
+    for (let waited = 0; fast.receiver.to('/fast').length === 0; waited += 20) {
+      assert.ok(waited < 1_000, 'the other origin waited for the busy one');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.ok(Date.now() - started < 1_500, 'sent before the busy receiver answered');
+    assert.equal(await running, 3);
+    assert.equal(slow.receiver.mostInFlight, 1);
   });
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import PQueue from 'p-queue';
 import { request, type Dispatcher } from 'undici';
 import { keptDecryption } from '../platform/crypto.ts';
 import type { Clock } from '../platform/clock.ts';
@@ -6,7 +7,7 @@ import type { Logger } from '../platform/logger.ts';
 import { webhookAttempts } from '../platform/metrics/metrics.ts';
 import { signingSecrets } from './endpoints.ts';
 import { signWebhookBodyWith } from './verify-signature.ts';
-import type { AttemptRecord, DueDelivery, WebhookEndpoint, WebhooksRepository } from './webhooks-repository.ts';
+import type { AttemptRecord, Deferral, DueDelivery, WebhookEndpoint, WebhooksRepository } from './webhooks-repository.ts';
 
 export interface DeliveryWorkerOptions {
   webhooks: WebhooksRepository;
@@ -20,10 +21,25 @@ export interface DeliveryWorkerOptions {
   clock: Clock;
   logger: Logger;
   batchSize?: number;
+  /** Deliveries in flight to one receiver origin at most, per process (CONNECTIONS_PER_ORIGIN). */
+  connectionsPerOrigin?: number;
 }
 
 const USER_AGENT = 'CreatorIncomeVerification-Webhooks/1.0';
 const MAX_PASSES = 4;
+/**
+ * With no bound, every delivery in flight that found the origin's connections busy opened one more:
+ * 130-230 TLS handshakes per 3,000 deliveries to one receiver, a tenth of the main thread. With at
+ * most this many in flight, the agent reuses as many kept-alive connections. The bound is kept here,
+ * not in undici's pool: a request queued there heeds its abort signal only once it has a
+ * connection, so its wait could not be bounded or told apart from the receiver's time.
+ */
+const CONNECTIONS_PER_ORIGIN = 32;
+
+/** A claimed delivery that waited its whole turn for a connection to its origin and was not sent. */
+interface NotSent {
+  deferredId: string;
+}
 
 /**
  * Sends due webhook deliveries: signed POSTs of the event's exact stored bytes, any 2xx
@@ -38,6 +54,8 @@ export class DeliveryWorker {
   private pollMs = 1000;
   /** Opens the endpoints' signing secrets, each once: the same few sign every delivery. */
   private readonly openSecret: (secretCiphertext: string) => string;
+  /** Each receiver origin's deliveries in flight and waiting for one of its connections. */
+  private readonly turnsByOrigin = new Map<string, PQueue>();
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.openSecret = keptDecryption(options.encryptionKey, 1_000);
@@ -52,8 +70,9 @@ export class DeliveryWorker {
     let recording: Promise<void> | null = null;
     try {
       for (;;) {
-        // Longer than any attempt can take; a delivery whose sender died is claimed again after it.
-        const lease = this.options.timeoutMs + 5_000;
+        // Longer than any attempt can take (its wait for a connection, then the receiver's time); a
+        // delivery whose sender died is claimed again after it.
+        const lease = 2 * this.options.timeoutMs + 5_000;
         const due = await this.options.webhooks.claimDue(this.workerId, this.options.clock.now(), this.options.batchSize ?? 200, lease);
         if (due.length === 0) {
           if (!recording) return attempts;
@@ -63,7 +82,9 @@ export class DeliveryWorker {
           recording = null;
           continue;
         }
-        const records = await Promise.all(due.map((delivery) => this.attempt(delivery)));
+        const results = await Promise.all(due.map((delivery) => this.attemptInTurn(delivery)));
+        const records = results.filter((result): result is AttemptRecord => !('deferredId' in result));
+        const deferral = this.deferralOf(results);
         // A failed recording ends the pass, but only once this batch, sent already, is recorded too:
         // unrecorded, its deliveries would be sent again when their lease ran out.
         const failed = recording
@@ -73,15 +94,60 @@ export class DeliveryWorker {
             )
           : null;
         // One transaction records the whole batch: on SQLite's single writer that is what keeps up.
-        recording = this.options.webhooks.recordAttempts(this.workerId, records);
+        recording = this.options.webhooks.recordAttempts(this.workerId, records, deferral);
         // Awaited in turn (or below); until then its failure must not count as unhandled.
         recording.catch(() => undefined);
-        attempts += due.length;
+        attempts += records.length;
         if (failed) throw failed.error;
       }
     } finally {
       if (recording) await recording;
     }
+  }
+
+  /**
+   * The attempt once one of the origin's connections is free; not sent, and no attempt spent, if
+   * none is within the receiver's timeout: a slow receiver's backlog then waits in the database,
+   * behind other receivers' deliveries, instead of in this process past its lease.
+   */
+  private attemptInTurn(delivery: DueDelivery): Promise<AttemptRecord | NotSent> {
+    const origin = new URL(delivery.url).origin;
+    let turns = this.turnsByOrigin.get(origin);
+    if (!turns) {
+      turns = new PQueue({ concurrency: this.options.connectionsPerOrigin ?? CONNECTIONS_PER_ORIGIN });
+      const idle = turns;
+      turns.on('idle', () => {
+        if (this.turnsByOrigin.get(origin) === idle && idle.size === 0 && idle.pending === 0) this.turnsByOrigin.delete(origin);
+      });
+      this.turnsByOrigin.set(origin, turns);
+    }
+    const gaveUp = new AbortController();
+    const waitBound = setTimeout(() => gaveUp.abort(), this.options.timeoutMs);
+    return turns
+      .add(
+        async () => {
+          // Sent from here on: only the receiver's timeout applies.
+          clearTimeout(waitBound);
+          const record = await this.attempt(delivery);
+          // undici hands the connection back to its pool a tick after the answer's end; the next
+          // delivery started before that would open one more.
+          await new Promise((resolve) => setImmediate(resolve));
+          return record;
+        },
+        { signal: gaveUp.signal },
+      )
+      .catch((error: unknown) => {
+        if (gaveUp.signal.aborted) return { deferredId: delivery.id };
+        throw error;
+      });
+  }
+
+  private deferralOf(results: Array<AttemptRecord | NotSent>): Deferral {
+    const deliveryIds = results.flatMap((result) => ('deferredId' in result ? [result.deferredId] : []));
+    const until = new Date(this.options.clock.now().getTime() + this.options.timeoutMs).toISOString();
+    if (deliveryIds.length > 0)
+      this.options.logger.warn({ deferred: deliveryIds.length, until }, 'webhook deliveries deferred: their receiver kept every connection busy');
+    return { deliveryIds, until };
   }
 
   private async attempt(delivery: DueDelivery): Promise<AttemptRecord> {

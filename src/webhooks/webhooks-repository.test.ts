@@ -106,6 +106,59 @@ for (const factory of testDatabases()) {
       assert.deepEqual([untouched.status, untouched.attempts, untouched.first_attempt_at, untouched.locked_by], ['sending', 0, null, 'worker-b']);
     });
 
+    it('puts deferred deliveries back as they were, due later with no attempt spent, and stands aside where another worker took over', async () => {
+      const api = await lenderApi('Deferring Lender');
+      const registered = await api('/webhooks', { url: 'https://127.0.0.1:9/deferred', events: ['verification.completed'] });
+      assert.equal(registered.status, 201);
+      await createCompleted(api, 3);
+      const due = (await webhooks.claimDue('worker-a', clock.now(), 100, 60_000)).filter((d) => d.webhookId === registered.body.webhook_id);
+      assert.equal(due.length, 3);
+      const [sent, deferred, takenOver] = due.map((d) => d.id) as [string, string, string];
+      await service.db.knex('webhook_deliveries').where({ id: takenOver }).update({ locked_by: 'worker-b' });
+
+      const at = (seconds: number) => new Date(clock.now().getTime() + seconds * 1000).toISOString();
+      await webhooks.recordAttempts(
+        'worker-a',
+        [
+          {
+            deliveryId: sent,
+            attempt: { attempt: 1, attemptedAt: at(1), statusCode: 200, durationMs: 5, error: null, responseSnippet: null },
+            outcome: { status: 'succeeded', firstAttemptAt: at(1), nextAttemptAt: null },
+          },
+        ],
+        { deliveryIds: [deferred, takenOver], until: at(10) },
+      );
+
+      const rows = await service.db
+        .knex('webhook_deliveries')
+        .whereIn('id', [sent, deferred, takenOver])
+        .select('id', 'status', 'attempts', 'first_attempt_at', 'next_attempt_at', 'locked_by', 'locked_until');
+      const byId = new Map(rows.map(({ id, ...row }) => [id, { ...row, attempts: Number(row.attempts) }]));
+      assert.equal(byId.get(sent)?.status, 'succeeded');
+      assert.deepEqual(byId.get(deferred), {
+        status: 'pending',
+        attempts: 0,
+        first_attempt_at: null,
+        next_attempt_at: at(10),
+        locked_by: null,
+        locked_until: null,
+      });
+      const untouched = byId.get(takenOver)!;
+      assert.deepEqual([untouched.status, untouched.locked_by], ['sending', 'worker-b']);
+      const attempts = await service.db.knex('webhook_delivery_attempts').whereIn('delivery_id', [sent, deferred]).select('delivery_id');
+      assert.deepEqual(
+        attempts.map((a) => a.delivery_id),
+        [sent],
+      );
+      const claimedNow = await webhooks.claimDue('worker-c', clock.now(), 100, 60_000);
+      assert.ok(!claimedNow.some((d) => d.id === deferred), 'not due before its time');
+      const claimedLater = await webhooks.claimDue('worker-c', new Date(at(10)), 100, 60_000);
+      assert.ok(
+        claimedLater.some((d) => d.id === deferred),
+        'due again at its time',
+      );
+    });
+
     // An endpoint's delivery log costs the same at any size: each page is one range of an index in the log's order.
     for (const after of [undefined, { createdAt: '2026-11-21T10:00:00.000Z', id: '00000000-0000-4000-8000-000000000001' }]) {
       it(`the delivery log's page query (${after ? 'after a cursor' : 'newest page'}) searches an index in order: no table scan, no sort`, async () => {

@@ -95,7 +95,7 @@ for (const factory of testDatabases()) {
         // receiver is down, and none waits long once it is up.
         WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 120 }, (_, i) => i).join(','),
         // Short, so deliveries and jobs the killed process had claimed are claimed again soon
-        // (a delivery's lease is the timeout + 5 s); the sandbox's jobs take milliseconds.
+        // (a delivery's lease is twice the timeout + 5 s); the sandbox's jobs take milliseconds.
         WEBHOOK_TIMEOUT_MS: '2000',
         JOB_LEASE_MS: '3000',
         SANDBOX_COMPLETE_DELAY_MS: '1500',

@@ -37,11 +37,18 @@ export function makeTestCertificates(): TestCertificates {
  */
 export class TestReceiver {
   readonly received: ReceivedDelivery[] = [];
+  /** TLS connections accepted so far. */
+  connectionsOpened = 0;
+  /** The most requests it was answering at one time. */
+  mostInFlight = 0;
+  private inFlight = 0;
   private scripts = new Map<string, Array<{ status: number; delayMs?: number }>>();
   private server: Server;
 
   constructor(certificates: TestCertificates) {
     this.server = createServer({ key: certificates.key, cert: certificates.cert }, (req, res) => {
+      this.mostInFlight = Math.max(this.mostInFlight, ++this.inFlight);
+      res.on('close', () => this.inFlight--);
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -56,6 +63,7 @@ export class TestReceiver {
         setTimeout(() => res.writeHead(next.status, { 'content-type': 'text/plain' }).end('ok'), next.delayMs ?? 0);
       });
     });
+    this.server.on('secureConnection', () => this.connectionsOpened++);
   }
 
   async listen(): Promise<string> {

@@ -211,6 +211,28 @@ describe('DeliveryWorker: connections per receiver origin', function () {
     assert.ok(seen.leaseMs > 2 * 1_000, `lease ${seen.leaseMs} ms`);
   });
 
+  it('stopping sends nothing more: a delivery still waiting for a connection is handed back, due at once', async () => {
+    const { receiver, url } = await startReceiver();
+    receiver.answerWith('/stopping', { status: 200, delayMs: 1_000 });
+    const { worker, seen } = workerFor(deliveriesTo(`${url}/stopping`, ['h1', 'h2']), { connectionsPerOrigin: 1, timeoutMs: 5_000 });
+    worker.start(60_000);
+    for (let waited = 0; receiver.to('/stopping').length === 0; waited += 20) {
+      assert.ok(waited < 2_000, 'h1 was not sent');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const stopping = Date.now();
+    await worker.stop();
+    const stoppedAt = Date.now();
+    assert.ok(stoppedAt - stopping < 1_500, `stopped after ${stoppedAt - stopping} ms: h1's answer, not h2's attempt too`);
+    assert.deepEqual(idsOf(receiver.to('/stopping')), ['h1']);
+    assert.deepEqual(
+      seen.records.map((r) => [r.deliveryId, r.attempt.statusCode]),
+      [['h1', 200]],
+    );
+    assert.deepEqual(seen.deferral?.deliveryIds, ['h2']);
+    assert.ok(Date.parse(seen.deferral.until) <= stoppedAt, 'due at once, for any process');
+  });
+
   it('bounds each origin on its own: a busy receiver does not hold up another', async () => {
     const slow = await startReceiver();
     const fast = await startReceiver();

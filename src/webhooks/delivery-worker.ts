@@ -56,6 +56,10 @@ export class DeliveryWorker {
   private readonly openSecret: (secretCiphertext: string) => string;
   /** Each receiver origin's deliveries in flight and waiting for one of its connections. */
   private readonly turnsByOrigin = new Map<string, PQueue>();
+  /** The waits for a connection under way, each ended by `stop()`: it sends nothing more. */
+  private readonly waiting = new Set<AbortController>();
+  /** Set by `stop()`: passes claim nothing more, and what they hold is handed back unsent. */
+  private halting = false;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.openSecret = keptDecryption(options.encryptionKey, 1_000);
@@ -70,6 +74,7 @@ export class DeliveryWorker {
     let recording: Promise<void> | null = null;
     try {
       for (;;) {
+        if (this.halting) return attempts;
         // Longer than any attempt can take (its wait for a connection, then the receiver's time); a
         // delivery whose sender died is claimed again after it.
         const lease = 2 * this.options.timeoutMs + 5_000;
@@ -123,11 +128,15 @@ export class DeliveryWorker {
     }
     const gaveUp = new AbortController();
     const waitBound = setTimeout(() => gaveUp.abort(), this.options.timeoutMs);
+    // Stopping sends nothing more: what still waits goes back to the database for any process.
+    this.waiting.add(gaveUp);
+    if (this.halting) gaveUp.abort();
     return turns
       .add(
         async () => {
           // Sent from here on: only the receiver's timeout applies.
           clearTimeout(waitBound);
+          this.waiting.delete(gaveUp);
           const record = await this.attempt(delivery);
           // undici hands the connection back to its pool a tick after the answer's end; the next
           // delivery started before that would open one more.
@@ -137,6 +146,8 @@ export class DeliveryWorker {
         { signal: gaveUp.signal },
       )
       .catch((error: unknown) => {
+        clearTimeout(waitBound);
+        this.waiting.delete(gaveUp);
         if (gaveUp.signal.aborted) return { deferredId: delivery.id };
         throw error;
       });
@@ -144,9 +155,15 @@ export class DeliveryWorker {
 
   private deferralOf(results: Array<AttemptRecord | NotSent>): Deferral {
     const deliveryIds = results.flatMap((result) => ('deferredId' in result ? [result.deferredId] : []));
-    const until = new Date(this.options.clock.now().getTime() + this.options.timeoutMs).toISOString();
+    // Put off by a receiver that kept its connections busy; due at once if this process is stopping.
+    const until = new Date(this.options.clock.now().getTime() + (this.halting ? 0 : this.options.timeoutMs)).toISOString();
     if (deliveryIds.length > 0)
-      this.options.logger.warn({ deferred: deliveryIds.length, until }, 'webhook deliveries deferred: their receiver kept every connection busy');
+      this.options.logger.warn(
+        { deferred: deliveryIds.length, until },
+        this.halting
+          ? 'webhook deliveries handed back unsent: the sender is stopping'
+          : 'webhook deliveries deferred: their receiver kept every connection busy',
+      );
     return { deliveryIds, until };
   }
 
@@ -252,12 +269,15 @@ export class DeliveryWorker {
   start(pollMs: number): void {
     this.pollMs = pollMs;
     this.stopped = false;
+    this.halting = false;
     this.wake();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.halting = true;
+    for (const wait of this.waiting) wait.abort();
     await Promise.all(this.passes);
   }
 }

@@ -4,6 +4,7 @@ import type { Agent } from 'undici';
 import { systemClock } from '../platform/clock.ts';
 import { encryptSecret } from '../platform/crypto.ts';
 import { createLogger } from '../platform/logger.ts';
+import { webhookDeferrals } from '../platform/metrics/metrics.ts';
 import { makeTestCertificates, TestReceiver, type ReceivedDelivery, type TestCertificates } from '../../test/support/test-receiver.ts';
 import { DeliveryWorker } from './delivery-worker.ts';
 import { createGuardedDispatcher } from './target-guard.ts';
@@ -31,11 +32,18 @@ describe('DeliveryWorker.runDue: recording a batch while the next is sent', func
   });
 
   /** A repository that hands out `batches` in turn and records through `record`. */
-  const workerOver = (batches: DueDelivery[][], record: (records: AttemptRecord[]) => Promise<void>) =>
+  const workerOver = (
+    batches: DueDelivery[][],
+    record: (records: AttemptRecord[], claimant: string) => Promise<void>,
+    claimed: (claimant: string) => void = () => undefined,
+  ) =>
     new DeliveryWorker({
       webhooks: {
-        claimDue: () => Promise.resolve(batches.shift() ?? []),
-        recordAttempts: (_workerId: string, records: AttemptRecord[]) => record(records),
+        claimDue: (claimant: string) => {
+          claimed(claimant);
+          return Promise.resolve(batches.shift() ?? []);
+        },
+        recordAttempts: (claimant: string, records: AttemptRecord[]) => record(records, claimant),
       } as unknown as WebhooksRepository,
       encryptionKey,
       scheduleSeconds: [0, 60],
@@ -78,6 +86,24 @@ describe('DeliveryWorker.runDue: recording a batch while the next is sent', func
     // Signed with the endpoint's secret, opened once and kept for the deliveries after.
     for (const delivery of receiver.to('/overlap'))
       assert.ok(verifyWebhookSignature(delivery.rawBody, delivery.headers['x-service-signature'], 'whsec_run_due'));
+  });
+
+  it('claims each batch as its own claimant and records it as that claimant', async () => {
+    const claimants: string[] = [];
+    const recordedBy: string[] = [];
+    const worker = workerOver(
+      [batchOf('/claimants', ['k1']), batchOf('/claimants', ['k2'])],
+      async (_records, claimant) => {
+        recordedBy.push(claimant);
+      },
+      (claimant) => claimants.push(claimant),
+    );
+    assert.equal(await worker.runDue(), 2);
+    // A claim that outlived its lease may be claimed again by another pass of the same process: the
+    // first claim's recording must not match the second's rows.
+    assert.equal(new Set(claimants).size, claimants.length, `claimants ${claimants.join(', ')}`);
+    assert.deepEqual(recordedBy, claimants.slice(0, 2));
+    assert.ok(claimants.every((claimant) => claimant.startsWith(worker.workerId) && claimant.length <= 64));
   });
 
   it('records the batch sent after a failed recording before the pass fails', async () => {
@@ -169,6 +195,7 @@ describe('DeliveryWorker: connections per receiver origin', function () {
       previousSecretExpiresAt: null,
       body: JSON.stringify({ id }),
     }));
+  const deferralsCounted = async () => (await webhookDeferrals.get()).values[0]?.value ?? 0;
   const idsOf = (deliveries: ReceivedDelivery[]) => deliveries.map((d) => JSON.parse(d.rawBody.toString()).id as string);
 
   it('keeps at most the bound in flight to one origin, over as many kept-alive connections', async () => {
@@ -189,13 +216,15 @@ describe('DeliveryWorker: connections per receiver origin', function () {
 
   it('defers, without spending an attempt, a delivery that waited the receiver timeout for a connection', async () => {
     const { receiver, url } = await startReceiver();
-    // One connection: d1 holds it 600 ms, d2 then waits 600 ms of its 1,000 and holds it 600 more, d3
-    // would wait 1,200 ms.
-    receiver.answerWith('/deferred', { status: 200, delayMs: 600 }, { status: 200, delayMs: 600 }, { status: 200, delayMs: 600 });
-    const { worker, seen } = workerFor(deliveriesTo(`${url}/deferred`, ['d1', 'd2', 'd3']), { connectionsPerOrigin: 1, timeoutMs: 1_000 });
+    // One connection: d1 holds it 1.8 s, d2 then waits 1.8 s of its 3 and holds it 1.8 s more, d3
+    // would wait 3.6 s.
+    receiver.answerWith('/deferred', { status: 200, delayMs: 1_800 }, { status: 200, delayMs: 1_800 }, { status: 200, delayMs: 1_800 });
+    const { worker, seen } = workerFor(deliveriesTo(`${url}/deferred`, ['d1', 'd2', 'd3']), { connectionsPerOrigin: 1, timeoutMs: 3_000 });
+    const deferralsBefore = await deferralsCounted();
     const started = Date.now();
     assert.equal(await worker.runDue(), 2);
     assert.deepEqual(idsOf(receiver.to('/deferred')), ['d1', 'd2']);
+    assert.equal((await deferralsCounted()) - deferralsBefore, 1, 'counted for the operators (civ_webhook_deferrals_total)');
     assert.deepEqual(
       seen.records.map((r) => [r.deliveryId, r.attempt.statusCode, r.attempt.error]),
       [
@@ -204,11 +233,11 @@ describe('DeliveryWorker: connections per receiver origin', function () {
       ],
     );
     assert.deepEqual(seen.deferral?.deliveryIds, ['d3']);
-    // Due again one receiver timeout after it gave up, not at once behind the same busy connection.
+    // Due again one receiver timeout after its batch ended (3.6 s), not at once behind the same busy connection.
     const until = Date.parse(seen.deferral.until);
-    assert.ok(until >= started + 2_000 - 50 && until <= Date.now() + 1_000, `deferred until ${seen.deferral.until}`);
+    assert.ok(until >= started + 3_600 + 3_000 - 50 && until <= Date.now() + 3_000, `deferred until ${seen.deferral.until}`);
     // The claim outlasts the longest an attempt can take: its wait for a connection, then the receiver's time.
-    assert.ok(seen.leaseMs > 2 * 1_000, `lease ${seen.leaseMs} ms`);
+    assert.ok(seen.leaseMs > 2 * 3_000, `lease ${seen.leaseMs} ms`);
   });
 
   it('stopping sends nothing more: a delivery still waiting for a connection is handed back, due at once', async () => {
@@ -220,6 +249,7 @@ describe('DeliveryWorker: connections per receiver origin', function () {
       assert.ok(waited < 2_000, 'h1 was not sent');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    const deferralsBefore = await deferralsCounted();
     const stopping = Date.now();
     await worker.stop();
     const stoppedAt = Date.now();
@@ -231,6 +261,7 @@ describe('DeliveryWorker: connections per receiver origin', function () {
     );
     assert.deepEqual(seen.deferral?.deliveryIds, ['h2']);
     assert.ok(Date.parse(seen.deferral.until) <= stoppedAt, 'due at once, for any process');
+    assert.equal(await deferralsCounted(), deferralsBefore, 'not a receiver’s doing: not counted');
   });
 
   it('bounds each origin on its own: a busy receiver does not hold up another', async () => {

@@ -4,7 +4,7 @@ import { request, type Dispatcher } from 'undici';
 import { keptDecryption } from '../platform/crypto.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
-import { webhookAttempts } from '../platform/metrics/metrics.ts';
+import { webhookAttempts, webhookDeferrals } from '../platform/metrics/metrics.ts';
 import { signingSecrets } from './endpoints.ts';
 import { signWebhookBodyWith } from './verify-signature.ts';
 import type { AttemptRecord, Deferral, DueDelivery, WebhookEndpoint, WebhooksRepository } from './webhooks-repository.ts';
@@ -21,7 +21,7 @@ export interface DeliveryWorkerOptions {
   clock: Clock;
   logger: Logger;
   batchSize?: number;
-  /** Deliveries in flight to one receiver origin at most, per process (CONNECTIONS_PER_ORIGIN). */
+  /** Deliveries in flight to one receiver origin at most, per process; default CONNECTIONS_PER_ORIGIN. */
   connectionsPerOrigin?: number;
 }
 
@@ -39,6 +39,7 @@ const CONNECTIONS_PER_ORIGIN = 32;
 /** A claimed delivery that waited its whole turn for a connection to its origin and was not sent. */
 interface NotSent {
   deferredId: string;
+  webhookId: string;
 }
 
 /**
@@ -60,6 +61,7 @@ export class DeliveryWorker {
   private readonly waiting = new Set<AbortController>();
   /** Set by `stop()`: passes claim nothing more, and what they hold is handed back unsent. */
   private halting = false;
+  private claims = 0;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.openSecret = keptDecryption(options.encryptionKey, 1_000);
@@ -78,7 +80,11 @@ export class DeliveryWorker {
         // Longer than any attempt can take (its wait for a connection, then the receiver's time); a
         // delivery whose sender died is claimed again after it.
         const lease = 2 * this.options.timeoutMs + 5_000;
-        const due = await this.options.webhooks.claimDue(this.workerId, this.options.clock.now(), this.options.batchSize ?? 200, lease);
+        const claimedAt = performance.now();
+        // Each claim its own claimant: one that outlived its lease and was claimed again, even by
+        // another pass of this process, cannot record over the claim that holds it now.
+        const claimant = `${this.workerId}/${++this.claims}`;
+        const due = await this.options.webhooks.claimDue(claimant, this.options.clock.now(), this.options.batchSize ?? 200, lease);
         if (due.length === 0) {
           if (!recording) return attempts;
           // What the recording frees is due now too: a later event of a verification to an
@@ -87,7 +93,7 @@ export class DeliveryWorker {
           recording = null;
           continue;
         }
-        const results = await Promise.all(due.map((delivery) => this.attemptInTurn(delivery)));
+        const results = await Promise.all(due.map((delivery) => this.attemptInTurn(delivery, claimedAt)));
         const records = results.filter((result): result is AttemptRecord => !('deferredId' in result));
         const deferral = this.deferralOf(results);
         // A failed recording ends the pass, but only once this batch, sent already, is recorded too:
@@ -99,7 +105,7 @@ export class DeliveryWorker {
             )
           : null;
         // One transaction records the whole batch: on SQLite's single writer that is what keeps up.
-        recording = this.options.webhooks.recordAttempts(this.workerId, records, deferral);
+        recording = this.options.webhooks.recordAttempts(claimant, records, deferral);
         // Awaited in turn (or below); until then its failure must not count as unhandled.
         recording.catch(() => undefined);
         attempts += records.length;
@@ -115,8 +121,8 @@ export class DeliveryWorker {
    * none is within the receiver's timeout: a slow receiver's backlog then waits in the database,
    * behind other receivers' deliveries, instead of in this process past its lease.
    */
-  private attemptInTurn(delivery: DueDelivery): Promise<AttemptRecord | NotSent> {
-    const origin = new URL(delivery.url).origin;
+  private attemptInTurn(delivery: DueDelivery, claimedAt: number): Promise<AttemptRecord | NotSent> {
+    const origin = URL.parse(delivery.url)?.origin ?? delivery.url;
     let turns = this.turnsByOrigin.get(origin);
     if (!turns) {
       turns = new PQueue({ concurrency: this.options.connectionsPerOrigin ?? CONNECTIONS_PER_ORIGIN });
@@ -127,7 +133,8 @@ export class DeliveryWorker {
       this.turnsByOrigin.set(origin, turns);
     }
     const gaveUp = new AbortController();
-    const waitBound = setTimeout(() => gaveUp.abort(), this.options.timeoutMs);
+    // Counted from the claim, whose lease began before its wait for the database.
+    const waitBound = setTimeout(() => gaveUp.abort(), Math.max(0, claimedAt + this.options.timeoutMs - performance.now()));
     // Stopping sends nothing more: what still waits goes back to the database for any process.
     this.waiting.add(gaveUp);
     if (this.halting) gaveUp.abort();
@@ -148,22 +155,26 @@ export class DeliveryWorker {
       .catch((error: unknown) => {
         clearTimeout(waitBound);
         this.waiting.delete(gaveUp);
-        if (gaveUp.signal.aborted) return { deferredId: delivery.id };
+        if (gaveUp.signal.aborted) return { deferredId: delivery.id, webhookId: delivery.webhookId };
         throw error;
       });
   }
 
   private deferralOf(results: Array<AttemptRecord | NotSent>): Deferral {
-    const deliveryIds = results.flatMap((result) => ('deferredId' in result ? [result.deferredId] : []));
+    const notSent = results.filter((result): result is NotSent => 'deferredId' in result);
+    const deliveryIds = notSent.map((result) => result.deferredId);
     // Put off by a receiver that kept its connections busy; due at once if this process is stopping.
     const until = new Date(this.options.clock.now().getTime() + (this.halting ? 0 : this.options.timeoutMs)).toISOString();
-    if (deliveryIds.length > 0)
+    if (deliveryIds.length > 0) {
+      // Stopping is not the receiver's doing: only a receiver's busy connections count.
+      if (!this.halting) webhookDeferrals.inc(deliveryIds.length);
       this.options.logger.warn(
-        { deferred: deliveryIds.length, until },
+        { deferred: deliveryIds.length, webhookIds: [...new Set(notSent.map((result) => result.webhookId))], until },
         this.halting
           ? 'webhook deliveries handed back unsent: the sender is stopping'
           : 'webhook deliveries deferred: their receiver kept every connection busy',
       );
+    }
     return { deliveryIds, until };
   }
 

@@ -260,7 +260,7 @@ export class WebhooksRepository {
    * died (lease over) is claimed again: at least once. On PostgreSQL SKIP LOCKED lets several
    * processes claim side by side without taking the same row.
    */
-  async claimDue(workerId: string, now: Date, limit: number, leaseMs: number): Promise<DueDelivery[]> {
+  async claimDue(claimant: string, now: Date, limit: number, leaseMs: number): Promise<DueDelivery[]> {
     const at = now.toISOString();
     const lockedUntil = new Date(now.getTime() + leaseMs).toISOString();
     const skipLocked = this.dialect === 'postgres' ? 'for update of d skip locked' : '';
@@ -279,7 +279,7 @@ export class WebhooksRepository {
            limit ? ${skipLocked}
          )
          returning id`,
-        [workerId, lockedUntil, at, at, limit],
+        [claimant, lockedUntil, at, at, limit],
       ),
     );
     if (claimed.length === 0) return [];
@@ -290,7 +290,7 @@ export class WebhooksRepository {
         'd.id',
         claimed.map((r) => r.id),
       )
-      .andWhere('d.locked_by', workerId)
+      .andWhere('d.locked_by', claimant)
       .select(
         'd.id',
         'd.webhook_id',
@@ -322,13 +322,13 @@ export class WebhooksRepository {
   }
 
   /** Logs attempts and moves each delivery on: done, or waiting for `nextAttemptAt`, or failed. */
-  async recordAttempts(workerId: string, records: AttemptRecord[], deferral: Deferral = { deliveryIds: [], until: '' }): Promise<void> {
+  async recordAttempts(claimant: string, records: AttemptRecord[], deferral: Deferral = { deliveryIds: [], until: '' }): Promise<void> {
     if (records.length === 0 && deferral.deliveryIds.length === 0) return;
     await this.knex.transaction(async (trx) => {
       // Back to pending as they were (attempts, first attempt), only later: they were claimed, not sent.
       for (const chunk of chunks(deferral.deliveryIds, 500))
         await trx('webhook_deliveries')
-          .where('locked_by', workerId)
+          .where('locked_by', claimant)
           .whereIn('id', chunk)
           .update({ status: 'pending', next_attempt_at: deferral.until, locked_by: null, locked_until: null });
       if (records.length === 0) return;
@@ -376,7 +376,7 @@ export class WebhooksRepository {
             .map(([column, { sql }]) => `${column} = ${sql}`)
             .join(', ')}, locked_by = null, locked_until = null
            where locked_by = ? and id in (${chunk.map(() => '?').join(', ')})`,
-          [...Object.values(columns).flatMap(({ bindings }) => bindings), workerId, ...chunk.map((r) => r.deliveryId)],
+          [...Object.values(columns).flatMap(({ bindings }) => bindings), claimant, ...chunk.map((r) => r.deliveryId)],
         );
       }
     });

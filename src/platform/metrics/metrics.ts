@@ -64,6 +64,12 @@ export const webhookAttempts = new Histogram({
   registers: [processRegistry],
 });
 
+export const webhookDeferrals = new Counter({
+  name: `${PREFIX}webhook_deferrals_total`,
+  help: 'Webhook deliveries not sent because their receiver origin kept all its connections busy for the whole timeout; each is due again a timeout later, with no attempt spent.',
+  registers: [processRegistry],
+});
+
 export const jobsRun = new Counter({
   name: `${PREFIX}jobs_run_total`,
   help: 'Durable jobs run, by kind and outcome (done, retrying, failed: no attempts left).',

@@ -264,8 +264,12 @@ export class WebhooksRepository {
     const at = now.toISOString();
     const lockedUntil = new Date(now.getTime() + leaseMs).toISOString();
     const skipLocked = this.dialect === 'postgres' ? 'for update of d skip locked' : '';
-    const claimed = rowsOf(
-      await this.knex.raw<Array<{ id: string }> | { rows: Array<{ id: string }> }>(
+    // One statement claims the deliveries and returns what sending them needs (the endpoint's and the
+    // event's columns by their primary keys): a second read after the claim waited for the writer's
+    // next turn again on SQLite, behind the queued creations.
+    const endpoint = (column: string) => `(select w.${column} from webhook_endpoints w where w.id = webhook_deliveries.webhook_id) as ${column}`;
+    const rows = rowsOf(
+      await this.knex.raw<DueRow[] | { rows: DueRow[] }>(
         `update webhook_deliveries set status = 'sending', locked_by = ?, locked_until = ?
          where id in (
            select d.id from webhook_deliveries d
@@ -278,34 +282,14 @@ export class WebhooksRepository {
            order by d.next_attempt_at, d.event_sequence
            limit ? ${skipLocked}
          )
-         returning id`,
+         returning id, webhook_id, event_name, attempts, first_attempt_at, next_attempt_at, event_sequence,
+           ${['url', 'secret_ciphertext', 'previous_secret_ciphertext', 'previous_secret_expires_at'].map(endpoint).join(', ')},
+           (select e.body from webhook_events e where e.event_id = webhook_deliveries.event_id) as body`,
         [claimant, lockedUntil, at, at, limit],
       ),
     );
-    if (claimed.length === 0) return [];
-    const rows: DueRow[] = await this.knex('webhook_deliveries as d')
-      .join('webhook_endpoints as w', 'w.id', 'd.webhook_id')
-      .join('webhook_events as e', 'e.event_id', 'd.event_id')
-      .whereIn(
-        'd.id',
-        claimed.map((r) => r.id),
-      )
-      .andWhere('d.locked_by', claimant)
-      .select(
-        'd.id',
-        'd.webhook_id',
-        'd.event_name',
-        'd.attempts',
-        'd.first_attempt_at',
-        'd.next_attempt_at',
-        'd.event_sequence',
-        'w.url',
-        'w.secret_ciphertext',
-        'w.previous_secret_ciphertext',
-        'w.previous_secret_expires_at',
-        'e.body',
-      );
     return rows
+      .filter((r) => r.url !== null && r.body !== null)
       .sort((a, b) => a.next_attempt_at.localeCompare(b.next_attempt_at) || a.event_sequence - b.event_sequence)
       .map((r) => ({
         id: r.id,

@@ -11,6 +11,22 @@ import { createGuardedDispatcher } from './target-guard.ts';
 import { verifyWebhookSignature } from './verify-signature.ts';
 import type { AttemptRecord, Deferral, DueDelivery, WebhooksRepository } from './webhooks-repository.ts';
 
+/** Claimed deliveries to `url`, one per id, each body naming its id, signed with `secret`. */
+function dueDeliveries(encryptionKey: Buffer, url: string, ids: string[], secret: string): DueDelivery[] {
+  return ids.map((id) => ({
+    id,
+    webhookId: 'whk_test',
+    eventName: 'verification.completed',
+    attempts: 0,
+    firstAttemptAt: null,
+    url,
+    secretCiphertext: encryptSecret(encryptionKey, secret),
+    previousSecretCiphertext: null,
+    previousSecretExpiresAt: null,
+    body: JSON.stringify({ id }),
+  }));
+}
+
 describe('DeliveryWorker.runDue: recording a batch while the next is sent', function () {
   this.timeout(30_000);
   const encryptionKey = randomBytes(32);
@@ -52,19 +68,7 @@ describe('DeliveryWorker.runDue: recording a batch while the next is sent', func
       clock: systemClock,
       logger: createLogger({ level: 'silent' }),
     });
-  const batchOf = (path: string, ids: string[]): DueDelivery[] =>
-    ids.map((id) => ({
-      id,
-      webhookId: 'whk_test',
-      eventName: 'verification.completed',
-      attempts: 0,
-      firstAttemptAt: null,
-      url: `${url}${path}`,
-      secretCiphertext: encryptSecret(encryptionKey, 'whsec_run_due'),
-      previousSecretCiphertext: null,
-      previousSecretExpiresAt: null,
-      body: JSON.stringify({ id }),
-    }));
+  const batchOf = (path: string, ids: string[]): DueDelivery[] => dueDeliveries(encryptionKey, `${url}${path}`, ids, 'whsec_run_due');
 
   it('sends the next batch while the one before is still being recorded, and records them in order', async () => {
     let release!: () => void;
@@ -182,19 +186,7 @@ describe('DeliveryWorker: connections per receiver origin', function () {
     });
     return { worker, seen };
   };
-  const deliveriesTo = (url: string, ids: string[]): DueDelivery[] =>
-    ids.map((id) => ({
-      id,
-      webhookId: 'whk_test',
-      eventName: 'verification.completed',
-      attempts: 0,
-      firstAttemptAt: null,
-      url,
-      secretCiphertext: encryptSecret(encryptionKey, 'whsec_connections'),
-      previousSecretCiphertext: null,
-      previousSecretExpiresAt: null,
-      body: JSON.stringify({ id }),
-    }));
+  const deliveriesTo = (url: string, ids: string[]): DueDelivery[] => dueDeliveries(encryptionKey, url, ids, 'whsec_connections');
   const deferralsCounted = async () => (await webhookDeferrals.get()).values[0]?.value ?? 0;
   const idsOf = (deliveries: ReceivedDelivery[]) => deliveries.map((d) => JSON.parse(d.rawBody.toString()).id as string);
 

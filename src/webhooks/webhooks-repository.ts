@@ -126,12 +126,15 @@ interface DueRow {
   first_attempt_at: string | null;
   next_attempt_at: string;
   event_sequence: number;
-  url: string;
+  /** Read by subquery in the claim: null only if the endpoint's or the event's row were missing. */
+  url: string | null;
   secret_ciphertext: string;
   previous_secret_ciphertext: string | null;
   previous_secret_expires_at: string | null;
-  body: string;
+  body: string | null;
 }
+
+type SendableRow = DueRow & { url: string; body: string };
 
 const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   id: row.id,
@@ -266,7 +269,7 @@ export class WebhooksRepository {
     const skipLocked = this.dialect === 'postgres' ? 'for update of d skip locked' : '';
     // One statement claims the deliveries and returns what sending them needs (the endpoint's and the
     // event's columns by their primary keys): a second read after the claim waited for the writer's
-    // next turn again on SQLite, behind the queued creations.
+    // next turn again on SQLite, behind a queued creation's transaction.
     const endpoint = (column: string) => `(select w.${column} from webhook_endpoints w where w.id = webhook_deliveries.webhook_id) as ${column}`;
     const rows = rowsOf(
       await this.knex.raw<DueRow[] | { rows: DueRow[] }>(
@@ -289,7 +292,7 @@ export class WebhooksRepository {
       ),
     );
     return rows
-      .filter((r) => r.url !== null && r.body !== null)
+      .filter((r): r is SendableRow => r.url !== null && r.body !== null)
       .sort((a, b) => a.next_attempt_at.localeCompare(b.next_attempt_at) || a.event_sequence - b.event_sequence)
       .map((r) => ({
         id: r.id,

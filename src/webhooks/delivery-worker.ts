@@ -94,8 +94,12 @@ export class DeliveryWorker {
           continue;
         }
         const results = await Promise.all(due.map((delivery) => this.attemptInTurn(delivery, claimedAt)));
-        const records = results.filter((result): result is AttemptRecord => !('deferredId' in result));
-        const deferral = this.deferralOf(results);
+        const records: AttemptRecord[] = [];
+        const notSent: NotSent[] = [];
+        for (const result of results)
+          if ('deferredId' in result) notSent.push(result);
+          else records.push(result);
+        const deferral = this.deferralOf(notSent);
         // A failed recording ends the pass, but only once this batch, sent already, is recorded too:
         // unrecorded, its deliveries would be sent again when their lease ran out.
         const failed = recording
@@ -160,8 +164,7 @@ export class DeliveryWorker {
       });
   }
 
-  private deferralOf(results: Array<AttemptRecord | NotSent>): Deferral {
-    const notSent = results.filter((result): result is NotSent => 'deferredId' in result);
+  private deferralOf(notSent: NotSent[]): Deferral {
     const deliveryIds = notSent.map((result) => result.deferredId);
     // Put off by a receiver that kept its connections busy; due at once if this process is stopping.
     const until = new Date(this.options.clock.now().getTime() + (this.halting ? 0 : this.options.timeoutMs)).toISOString();

@@ -309,15 +309,16 @@ export class WebhooksRepository {
   }
 
   /** Logs attempts and moves each delivery on: done, or waiting for `nextAttemptAt`, or failed. */
-  async recordAttempts(claimant: string, records: AttemptRecord[], deferral: Deferral = { deliveryIds: [], until: '' }): Promise<void> {
-    if (records.length === 0 && deferral.deliveryIds.length === 0) return;
+  async recordAttempts(claimant: string, records: AttemptRecord[], deferral?: Deferral): Promise<void> {
+    if (records.length === 0 && !deferral?.deliveryIds.length) return;
     await this.knex.transaction(async (trx) => {
       // Back to pending as they were (attempts, first attempt), only later: they were claimed, not sent.
-      for (const chunk of chunks(deferral.deliveryIds, 500))
-        await trx('webhook_deliveries')
-          .where('locked_by', claimant)
-          .whereIn('id', chunk)
-          .update({ status: 'pending', next_attempt_at: deferral.until, locked_by: null, locked_until: null });
+      if (deferral)
+        for (const chunk of chunks(deferral.deliveryIds, 500))
+          await trx('webhook_deliveries')
+            .where('locked_by', claimant)
+            .whereIn('id', chunk)
+            .update({ status: 'pending', next_attempt_at: deferral.until, locked_by: null, locked_until: null });
       if (records.length === 0) return;
       // A delivery erased while it was in flight (a data-protection erasure) leaves no attempt behind.
       const remaining = new Set(

@@ -171,6 +171,30 @@ describe('the SQLite writer on better-sqlite3', function () {
     for (const seen of seenAtResolve) assert.deepEqual(seen, all);
   });
 
+  it('commits a group once it has been open for its time limit, though transactions still queue', async () => {
+    writer = openWriter(5000);
+    const busyMs = 3;
+    const committedAtFirstResolve: number[][] = [];
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        writer
+          .transaction(async (trx) => {
+            await trx('t').insert({ a: i + 1 });
+            // The writer's turn held as a creation's dozen statements hold it.
+            for (const until = Date.now() + busyMs; Date.now() < until;);
+          })
+          .then(() => {
+            if (committedAtFirstResolve.length === 0) committedAtFirstResolve.push(committedValues());
+          }),
+      ),
+    );
+    // About 60 ms of queued transactions: a 15 ms limit commits the first group after five or six of
+    // them, where a 50 ms limit let it grow to about seventeen while the first member waited.
+    const seen = committedAtFirstResolve[0]!;
+    assert.ok(seen.length >= 1 && seen.length <= 8, `the first commit carried ${seen.length} transactions`);
+    assert.equal(committedValues().length, 20);
+  });
+
   it('rolls back a failed transaction alone; the rest of its group commits', async () => {
     writer = openWriter(5000);
     const outcomes = await Promise.allSettled(

@@ -7,6 +7,7 @@ import { migrations } from './migrations/index.ts';
 import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
 import { WRITER_SESSIONS, waitingSqliteWriter } from './sqlite-writer.ts';
 import { PostgresKeepingWrites } from './writes-with-next-statement.ts';
+import { startWalCheckpointer, type WalRestart } from './wal-checkpointer.ts';
 
 export type { Knex };
 export type Dialect = 'sqlite' | 'postgres';
@@ -71,6 +72,9 @@ const SQLITE_PRAGMAS = 'PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRA
  */
 const SQLITE_WRITER_TEMP_STORE = 'PRAGMA temp_store = MEMORY;';
 
+/** The writer never checkpoints the WAL itself, on the event loop: `startWalCheckpointer` does, off it. */
+const SQLITE_WRITER_NO_AUTOCHECKPOINT = 'PRAGMA wal_autocheckpoint = 0;';
+
 function sqliteFile(databaseUrl: string): string {
   const filename = sqliteFilename(databaseUrl);
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
@@ -82,13 +86,14 @@ function sqliteFile(databaseUrl: string): string {
  * transactions from tripping over SQLITE_BUSY inside one process. On better-sqlite3, waiting for
  * another process's lock off the event loop (sqlite-writer.ts), hence its busy timeout of zero.
  */
-function sqliteWriterConfig(databaseUrl: string): Knex.Config {
+function sqliteWriterConfig(databaseUrl: string, walRestart: WalRestart): Knex.Config {
   return {
     // Zero first: setting WAL mode may wait for a lock, and on this synchronous connection any wait
     // would block the event loop.
     client: waitingSqliteWriter(
       SQLITE_BUSY_TIMEOUT_MS,
-      `PRAGMA busy_timeout = 0; ${SQLITE_PRAGMAS} ${SQLITE_WRITER_TEMP_STORE}`,
+      `PRAGMA busy_timeout = 0; ${SQLITE_PRAGMAS} ${SQLITE_WRITER_TEMP_STORE} ${SQLITE_WRITER_NO_AUTOCHECKPOINT}`,
+      walRestart,
     ) as unknown as typeof Knex.Client,
     connection: { filename: sqliteFile(databaseUrl) },
     useNullAsDefault: true,
@@ -162,7 +167,8 @@ const SQLITE_READERS = 4;
 
 export function openDatabase(databaseUrl: string): Database {
   const dialect = dialectOf(databaseUrl);
-  const instance = knex(dialect === 'sqlite' ? sqliteWriterConfig(databaseUrl) : postgresConfig(databaseUrl));
+  const walRestart: WalRestart = { wanted: false };
+  const instance = knex(dialect === 'sqlite' ? sqliteWriterConfig(databaseUrl, walRestart) : postgresConfig(databaseUrl));
   const reader = dialect === 'sqlite' && !databaseUrl.endsWith(':memory:') ? knex(sqliteReaderConfig(databaseUrl, SQLITE_READERS)) : instance;
   const pools = [...new Set([instance, reader])];
   for (const pool of pools) pool.on('query-error', (error: unknown) => databaseQueryErrors.labels(queryErrorKind(error)).inc());
@@ -172,6 +178,12 @@ export function openDatabase(databaseUrl: string): Database {
       : reader === instance
         ? knexHotStatements(instance)
         : sqliteHotStatements(sqliteFilename(databaseUrl), SQLITE_READERS, SQLITE_BUSY_TIMEOUT_MS, queryErrorKind);
+  const checkpointer =
+    dialect === 'sqlite' && reader !== instance
+      ? startWalCheckpointer(sqliteFilename(databaseUrl), SQLITE_BUSY_TIMEOUT_MS, walRestart, (error) =>
+          databaseQueryErrors.labels(queryErrorKind(error)).inc(),
+        )
+      : null;
   return {
     knex: instance,
     reader,
@@ -207,6 +219,7 @@ export function openDatabase(databaseUrl: string): Database {
       }
     },
     async close() {
+      await checkpointer?.close();
       await hot.close();
       if (reader !== instance) await reader.destroy();
       await instance.destroy();

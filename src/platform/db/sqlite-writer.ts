@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import BetterSqlite3 from 'better-sqlite3';
 import knex, { type Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
+import type { WalRestart } from './wal-checkpointer.ts';
 
 /** Distinct SQL texts kept prepared per writer connection (Knex's statements repeat; multi-row inserts vary by row count). */
 const PREPARED_STATEMENTS_KEPT = 500;
@@ -99,7 +100,10 @@ class SharedConnection {
   private readonly statements = new LRUCache<string, BetterSqlite3.Statement>({ max: PREPARED_STATEMENTS_KEPT });
   sessions = 0;
 
-  constructor(readonly database: BetterSqlite3.Database) {}
+  constructor(
+    readonly database: BetterSqlite3.Database,
+    private readonly walRestart: WalRestart | undefined,
+  ) {}
 
   /**
    * The connection as Knex's client sees it, with each SQL text prepared once: Knex prepares every
@@ -243,6 +247,7 @@ class SharedConnection {
   commitGroup(): void {
     if (!this.group) {
       this.discardOwnerlessTransaction();
+      this.catchUpWal();
       return;
     }
     try {
@@ -255,6 +260,23 @@ class SharedConnection {
     const { members } = this.group;
     this.group = null;
     for (const member of members) member.resolve();
+    this.catchUpWal();
+  }
+
+  /**
+   * When the checkpointer asks (wal-checkpointer.ts): copies the WAL's pages committed since its last
+   * copy, a few on the event loop, so that every page is in the database file and the next
+   * transaction starts the WAL again. Asked again after the next commit if it could not finish: the
+   * checkpointer's own copy was running, or a reader still read an older state.
+   */
+  private catchUpWal(): void {
+    if (!this.walRestart?.wanted || this.database.inTransaction) return;
+    try {
+      const done = this.database.prepare('PRAGMA wal_checkpoint(PASSIVE)').get() as { busy: number; log: number; checkpointed: number };
+      if (done.busy === 0 && done.checkpointed === done.log) this.walRestart.wanted = false;
+    } catch {
+      // As when it could not finish: tried again after the next commit.
+    }
   }
 
   /** Rolls back what is left of the group's transaction, and fails its members with `error`. */
@@ -295,7 +317,7 @@ class SharedConnection {
  * to `busyTimeoutMs`, which is what SQLite's own busy handler does in place; then it fails with
  * SQLITE_BUSY (503, as before).
  */
-export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): ClientClass {
+export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string, walRestart?: WalRestart): ClientClass {
   let opening: Promise<SharedConnection> | null = null;
 
   return class WaitingBetterSqlite3 extends KnexBetterSqlite3 {
@@ -308,7 +330,7 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string): Cli
           database.close();
           throw error;
         }
-        return new SharedConnection(database);
+        return new SharedConnection(database, walRestart);
       })();
       let shared: SharedConnection;
       try {

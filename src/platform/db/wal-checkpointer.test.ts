@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import knex, { type Knex } from 'knex';
+import { openDatabase, type Database } from './database.ts';
+import { WRITER_SESSIONS, waitingSqliteWriter } from './sqlite-writer.ts';
+import { startWalCheckpointer, type WalCheckpointer, type WalRestart } from './wal-checkpointer.ts';
+
+const PAGE = 4096;
+const sizeOf = (file: string) => {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+};
+
+async function until(condition: () => boolean, what: string, ms = 5_000): Promise<void> {
+  for (const deadline = Date.now() + ms; !condition();) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('the SQLite WAL checkpointed off the event loop', function () {
+  this.timeout(30_000);
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'civ-checkpoint-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe('as the service opens its database', () => {
+    let database: Database;
+    afterEach(async () => {
+      await database.close();
+    });
+
+    it('never checkpoints on the writer’s connection, and the committed pages still reach the database file', async () => {
+      const file = join(dir, 'db.sqlite');
+      database = openDatabase(`sqlite:${file}`);
+      const [setting] = await database.knex.raw<Array<{ wal_autocheckpoint: number }>>('PRAGMA wal_autocheckpoint');
+      assert.equal(setting!.wal_autocheckpoint, 0);
+      await database.knex.schema.createTable('t', (table) => {
+        table.integer('id').primary();
+        table.text('v');
+      });
+      // About 1,200 pages in one commit: past SQLite's own threshold of 1,000, where the writer used
+      // to copy them into the file inside its commit.
+      await database.knex.transaction(async (trx) => {
+        for (let from = 0; from < 4000; from += 500) await trx('t').insert(Array.from({ length: 500 }, (_, i) => ({ id: from + i, v: 'x'.repeat(1000) })));
+      });
+      const beforeCheckpoint = sizeOf(file);
+      await until(() => sizeOf(file) >= beforeCheckpoint + 1000 * PAGE, 'the pages are copied into the database file');
+      assert.equal(Number((await database.reader('t').count({ n: '*' }).first())?.n), 4000);
+    });
+  });
+
+  describe('with the writer on its own', () => {
+    let writer: Knex;
+    let checkpointer: WalCheckpointer | undefined;
+    let file: string;
+    let restart: WalRestart;
+    beforeEach(async () => {
+      file = join(dir, 'writer.sqlite');
+      restart = { wanted: false };
+      writer = knex({
+        client: waitingSqliteWriter(
+          5000,
+          'PRAGMA busy_timeout = 0; PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;',
+          restart,
+        ) as unknown as typeof Knex.Client,
+        connection: { filename: file },
+        useNullAsDefault: true,
+        pool: { min: 1, max: WRITER_SESSIONS },
+      });
+      await writer.schema.createTable('t', (table) => {
+        table.integer('id').primary();
+        table.text('v');
+      });
+    });
+    afterEach(async () => {
+      await checkpointer?.close();
+      checkpointer = undefined;
+      await writer.destroy();
+    });
+    const insertRows = (from: number, count: number) =>
+      writer.transaction((trx) => trx('t').insert(Array.from({ length: count }, (_, i) => ({ id: from + i, v: 'y'.repeat(1000) }))));
+    /** The WAL header's checkpoint sequence number: SQLite adds one each time the WAL starts again from its beginning. */
+    const walGeneration = () => readFileSync(`${file}-wal`).readUInt32BE(12);
+
+    it('copies the WAL’s last pages after its next commit when asked, and its next transaction starts the WAL again', async () => {
+      await insertRows(0, 400);
+      const generation = walGeneration();
+      restart.wanted = true;
+      await insertRows(400, 40);
+      assert.equal(restart.wanted, false);
+      await insertRows(440, 40);
+      assert.equal(walGeneration(), generation + 1);
+      assert.equal(Number((await writer('t').count({ n: '*' }).first())?.n), 480);
+    });
+
+    it('keeps the WAL short under steady writes, with the checkpointer asking the writer to start it again', async () => {
+      const errors: unknown[] = [];
+      checkpointer = startWalCheckpointer(file, 5000, restart, (error) => errors.push(error), { intervalMs: 10, restartAfterPages: 100 });
+      // About 2,500 pages in 250 transactions queued at once, committed in groups back to back.
+      await Promise.all(Array.from({ length: 250 }, (_, n) => insertRows(n * 40, 40)));
+      // Without the WAL starting again, it would hold every page written: 2,500 and more.
+      assert.ok(sizeOf(`${file}-wal`) < 1000 * PAGE, `the WAL is ${Math.round(sizeOf(`${file}-wal`) / PAGE)} pages long`);
+      assert.deepEqual(errors, []);
+      assert.equal(Number((await writer('t').count({ n: '*' }).first())?.n), 10_000);
+    });
+  });
+});

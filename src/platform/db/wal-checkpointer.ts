@@ -1,0 +1,98 @@
+import sqlite3 from 'sqlite3';
+
+/** How often the WAL's new pages are copied into the database file. */
+export const CHECKPOINT_INTERVAL_MS = 100;
+
+/**
+ * A WAL this many pages long (4 KiB each) is to be started again from its beginning. The writer does
+ * that by itself when it begins a transaction and every page of the WAL has been copied; under
+ * steady writes the background's copy never quite catches up with the commits, and the file would
+ * grow for as long as they go on.
+ */
+export const RESTART_AFTER_PAGES = 8192;
+
+/** Shared by the checkpointer and the writer: set when the writer should copy the WAL's last pages itself. */
+export interface WalRestart {
+  wanted: boolean;
+}
+
+export interface WalCheckpointer {
+  close(): Promise<void>;
+}
+
+interface CheckpointRow {
+  busy: number;
+  log: number;
+  checkpointed: number;
+}
+
+/**
+ * Checkpoints the SQLite writer's WAL off the event loop. SQLite runs a checkpoint inside the commit
+ * that takes the WAL past 1,000 pages: on the writer's connection, which is synchronous
+ * (better-sqlite3), that copied the pages into the database file and waited for its `fsync` on the
+ * event loop, about 10 ms every eight group commits under creation load, 8 % of the main thread's
+ * time and a stall of every request in flight (docs/performance.md). The writer's automatic
+ * checkpoint is off (`PRAGMA wal_autocheckpoint = 0`), and this connection of node-sqlite3, whose
+ * statements run on libuv's thread pool, checkpoints passively every CHECKPOINT_INTERVAL_MS: it
+ * waits for no reader or writer, and the writer goes on committing while it copies. Once the WAL is
+ * RESTART_AFTER_PAGES long it sets `restart.wanted`, and the writer, between two transactions, copies
+ * the few pages committed since (sqlite-writer.ts), so that its next transaction starts the WAL
+ * again. Committed transactions are as durable as before: the WAL holds them until they are copied,
+ * and SQLite's recovery reads it after a crash.
+ */
+export function startWalCheckpointer(
+  filename: string,
+  busyTimeoutMs: number,
+  restart: WalRestart,
+  onError: (error: unknown) => void,
+  limits = { intervalMs: CHECKPOINT_INTERVAL_MS, restartAfterPages: RESTART_AFTER_PAGES },
+): WalCheckpointer {
+  let opened: Promise<sqlite3.Database> | null = null;
+  let running: Promise<void> | null = null;
+  let closed = false;
+
+  // Opened once the writer has made the file: this connection never creates it.
+  const open = (): Promise<sqlite3.Database> =>
+    (opened ??= new Promise((resolve, reject) => {
+      const db = new sqlite3.Database(filename, sqlite3.OPEN_READWRITE, (error) => {
+        if (error) {
+          opened = null;
+          reject(error);
+          return;
+        }
+        db.configure('busyTimeout', busyTimeoutMs);
+        resolve(db);
+      });
+    }));
+  const pass = async (): Promise<void> => {
+    const db = await open();
+    const { log } = await new Promise<CheckpointRow>((resolve, reject) =>
+      db.get<CheckpointRow>('PRAGMA wal_checkpoint(PASSIVE)', (error, row) => (error ? reject(error) : resolve(row))),
+    );
+    if (log >= limits.restartAfterPages) restart.wanted = true;
+  };
+
+  const timer = setInterval(() => {
+    if (running || closed) return;
+    running = pass()
+      .catch((error: unknown) => {
+        // Not yet made by the writer: nothing to checkpoint.
+        if ((error as { code?: string }).code !== 'SQLITE_CANTOPEN') onError(error);
+      })
+      .finally(() => {
+        running = null;
+      });
+  }, limits.intervalMs);
+  timer.unref();
+
+  return {
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      await running;
+      const db = await opened?.catch(() => null);
+      opened = null;
+      if (db) await new Promise<void>((resolve) => db.close(() => resolve()));
+    },
+  };
+}

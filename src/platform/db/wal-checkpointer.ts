@@ -4,12 +4,15 @@ import sqlite3 from 'sqlite3';
 export const CHECKPOINT_INTERVAL_MS = 100;
 
 /**
- * A WAL this many pages long (4 KiB each) is to be started again from its beginning. The writer does
- * that by itself when it begins a transaction and every page of the WAL has been copied; under
- * steady writes the background's copy never quite catches up with the commits, and the file would
- * grow for as long as they go on.
+ * A WAL this many pages long (4 KiB each, 16 MiB) is to be started again from its beginning. The
+ * writer does that by itself when it begins a transaction and every page of the WAL has been copied;
+ * under steady writes the background's copy never quite catches up with the commits, and the file
+ * would grow for as long as they go on. Each restart costs the writer a copy of the pages committed
+ * since the checkpointer's last pass on the event loop (a few milliseconds under creation load), so
+ * it is not asked for at SQLite's own 1,000; and the WAL keeps the images of erased rows' pages no
+ * longer than until it is overwritten (docs/data-protection.md).
  */
-export const RESTART_AFTER_PAGES = 8192;
+export const RESTART_AFTER_PAGES = 4096;
 
 /** Shared by the checkpointer and the writer: set when the writer should copy the WAL's last pages itself. */
 export interface WalRestart {

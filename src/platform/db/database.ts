@@ -7,7 +7,7 @@ import { migrations } from './migrations/index.ts';
 import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
 import { WRITER_SESSIONS, waitingSqliteWriter } from './sqlite-writer.ts';
 import { PostgresKeepingWrites } from './writes-with-next-statement.ts';
-import { startWalCheckpointer, type WalRestart } from './wal-checkpointer.ts';
+import { AUTOCHECKPOINT_BACKSTOP_PAGES, RESTART_AFTER_PAGES, WalRestart, startWalCheckpointer } from './wal-checkpointer.ts';
 
 export type { Knex };
 export type Dialect = 'sqlite' | 'postgres';
@@ -67,13 +67,21 @@ const SQLITE_PRAGMAS = 'PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRA
  * was created, written and unlinked for most creations (seen with strace: an `openat` and `unlink`
  * in /var/tmp per group member). In memory, a sub-journal lasts only until its savepoint is
  * released. Side by side under creation load: 5-7 % less CPU per creation (docs/performance.md).
- * Sorts on the writer (an index built by a migration) are then held in memory too, for as long as
- * the statement runs. The read connections keep temporary files for their larger sorts.
+ * The cost: a transaction that rewrites many pages (a large erasure, a migration that rebuilds a
+ * table) holds their originals in memory until it ends, and so do the writer's temporary tables.
+ * SQLite's sorter still spills to files, and the read connections keep their temporary files.
  */
 const SQLITE_WRITER_TEMP_STORE = 'PRAGMA temp_store = MEMORY;';
 
-/** The writer never checkpoints the WAL itself, on the event loop: `startWalCheckpointer` does, off it. */
-const SQLITE_WRITER_NO_AUTOCHECKPOINT = 'PRAGMA wal_autocheckpoint = 0;';
+/**
+ * The WAL is checkpointed off the event loop (`startWalCheckpointer`), and the writer copies its
+ * last pages only when the checkpointer asks. SQLite's own checkpoint at a commit stays as a
+ * backstop, far above its default of 1,000 pages: it runs only if the checkpointer cannot (its
+ * connection failing, say), so the WAL never grows without end. `journal_size_limit` cuts the WAL
+ * file back to RESTART_AFTER_PAGES each time it starts again, so a WAL that grew past it (a large
+ * transaction) does not keep its size and its old page images (docs/data-protection.md).
+ */
+const SQLITE_WRITER_CHECKPOINTS = `PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_BACKSTOP_PAGES}; PRAGMA journal_size_limit = ${RESTART_AFTER_PAGES * 4096};`;
 
 function sqliteFile(databaseUrl: string): string {
   const filename = sqliteFilename(databaseUrl);
@@ -92,7 +100,7 @@ function sqliteWriterConfig(databaseUrl: string, walRestart: WalRestart): Knex.C
     // would block the event loop.
     client: waitingSqliteWriter(
       SQLITE_BUSY_TIMEOUT_MS,
-      `PRAGMA busy_timeout = 0; ${SQLITE_PRAGMAS} ${SQLITE_WRITER_TEMP_STORE} ${SQLITE_WRITER_NO_AUTOCHECKPOINT}`,
+      `PRAGMA busy_timeout = 0; ${SQLITE_PRAGMAS} ${SQLITE_WRITER_TEMP_STORE} ${SQLITE_WRITER_CHECKPOINTS}`,
       walRestart,
     ) as unknown as typeof Knex.Client,
     connection: { filename: sqliteFile(databaseUrl) },
@@ -167,7 +175,7 @@ const SQLITE_READERS = 4;
 
 export function openDatabase(databaseUrl: string): Database {
   const dialect = dialectOf(databaseUrl);
-  const walRestart: WalRestart = { wanted: false };
+  const walRestart = new WalRestart((error) => databaseQueryErrors.labels(queryErrorKind(error)).inc());
   const instance = knex(dialect === 'sqlite' ? sqliteWriterConfig(databaseUrl, walRestart) : postgresConfig(databaseUrl));
   const reader = dialect === 'sqlite' && !databaseUrl.endsWith(':memory:') ? knex(sqliteReaderConfig(databaseUrl, SQLITE_READERS)) : instance;
   const pools = [...new Set([instance, reader])];
@@ -179,11 +187,7 @@ export function openDatabase(databaseUrl: string): Database {
         ? knexHotStatements(instance)
         : sqliteHotStatements(sqliteFilename(databaseUrl), SQLITE_READERS, SQLITE_BUSY_TIMEOUT_MS, queryErrorKind);
   const checkpointer =
-    dialect === 'sqlite' && reader !== instance
-      ? startWalCheckpointer(sqliteFilename(databaseUrl), SQLITE_BUSY_TIMEOUT_MS, walRestart, (error) =>
-          databaseQueryErrors.labels(queryErrorKind(error)).inc(),
-        )
-      : null;
+    dialect === 'sqlite' && reader !== instance ? startWalCheckpointer(sqliteFilename(databaseUrl), SQLITE_BUSY_TIMEOUT_MS, walRestart) : null;
   return {
     knex: instance,
     reader,

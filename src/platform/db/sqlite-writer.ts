@@ -105,6 +105,8 @@ class SharedConnection {
     private readonly walRestart: WalRestart | undefined,
   ) {}
 
+  private walCheckpoint: BetterSqlite3.Statement | undefined;
+
   /**
    * The connection as Knex's client sees it, with each SQL text prepared once: Knex prepares every
    * statement it runs, and a statement's native memory is freed only when the garbage collector
@@ -264,18 +266,20 @@ class SharedConnection {
   }
 
   /**
-   * When the checkpointer asks (wal-checkpointer.ts): copies the WAL's pages committed since its last
-   * copy, a few on the event loop, so that every page is in the database file and the next
-   * transaction starts the WAL again. Asked again after the next commit if it could not finish: the
-   * checkpointer's own copy was running, or a reader still read an older state.
+   * When the checkpointer asks (wal-checkpointer.ts), at most once per its interval: copies the WAL's
+   * pages committed since its last copy, a few on the event loop, so that every page is in the
+   * database file and the next transaction can start the WAL again. Asked again if that does not
+   * happen: the checkpointer's own copy was running, or a reader still read from the WAL.
    */
   private catchUpWal(): void {
-    if (!this.walRestart?.wanted || this.database.inTransaction) return;
+    if (!this.walRestart?.due() || this.database.inTransaction) return;
     try {
-      const done = this.database.prepare('PRAGMA wal_checkpoint(PASSIVE)').get() as { busy: number; log: number; checkpointed: number };
+      this.walCheckpoint ??= this.database.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+      const done = this.walCheckpoint.get() as { busy: number; log: number; checkpointed: number };
       if (done.busy === 0 && done.checkpointed === done.log) this.walRestart.wanted = false;
-    } catch {
-      // As when it could not finish: tried again after the next commit.
+    } catch (error) {
+      // Tried again after a later commit, as when it could not finish.
+      this.walRestart.onError(error);
     }
   }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import knex, { type Knex } from 'knex';
 import { openDatabase, type Database } from './database.ts';
 import { WRITER_SESSIONS, waitingSqliteWriter } from './sqlite-writer.ts';
-import { startWalCheckpointer, type WalCheckpointer, type WalRestart } from './wal-checkpointer.ts';
+import { AUTOCHECKPOINT_BACKSTOP_PAGES, RESTART_AFTER_PAGES, WalRestart, startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.ts';
 
 const PAGE = 4096;
 const sizeOf = (file: string) => {
@@ -43,19 +43,48 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
       const file = join(dir, 'db.sqlite');
       database = openDatabase(`sqlite:${file}`);
       const [setting] = await database.knex.raw<Array<{ wal_autocheckpoint: number }>>('PRAGMA wal_autocheckpoint');
-      assert.equal(setting!.wal_autocheckpoint, 0);
+      assert.equal(setting!.wal_autocheckpoint, AUTOCHECKPOINT_BACKSTOP_PAGES);
       await database.knex.schema.createTable('t', (table) => {
         table.integer('id').primary();
         table.text('v');
       });
-      // About 1,200 pages in one commit: past SQLite's own threshold of 1,000, where the writer used
-      // to copy them into the file inside its commit.
+      const beforeCheckpoint = sizeOf(file);
+      // About 1,200 pages in one commit: past SQLite's default threshold of 1,000, where the writer
+      // used to copy them into the file inside its commit, and far below its backstop now.
       await database.knex.transaction(async (trx) => {
         for (let from = 0; from < 4000; from += 500) await trx('t').insert(Array.from({ length: 500 }, (_, i) => ({ id: from + i, v: 'x'.repeat(1000) })));
       });
-      const beforeCheckpoint = sizeOf(file);
       await until(() => sizeOf(file) >= beforeCheckpoint + 1000 * PAGE, 'the pages are copied into the database file');
       assert.equal(Number((await database.reader('t').count({ n: '*' }).first())?.n), 4000);
+    });
+  });
+
+  describe('as the service opens its database, after a transaction longer than the WAL’s restart length', () => {
+    let database: Database;
+    afterEach(async () => {
+      await database.close();
+    });
+
+    it('cuts the WAL file back once it starts again, so it keeps no more than that length of old pages', async () => {
+      const file = join(dir, 'db.sqlite');
+      database = openDatabase(`sqlite:${file}`);
+      await database.knex.schema.createTable('t', (table) => {
+        table.integer('id').primary();
+        table.text('v');
+      });
+      // About 6,000 pages in one commit: the WAL file grows to 24 MiB.
+      await database.knex.transaction(async (trx) => {
+        for (let from = 0; from < 6000; from += 250) await trx('t').insert(Array.from({ length: 250 }, (_, i) => ({ id: from + i, v: 'z'.repeat(3900) })));
+      });
+      assert.ok(sizeOf(`${file}-wal`) > 5000 * PAGE);
+      // Small commits go on while the checkpointer copies the WAL and asks the writer to start it again.
+      let id = 6000;
+      for (const deadline = Date.now() + 10_000; sizeOf(`${file}-wal`) > RESTART_AFTER_PAGES * PAGE;) {
+        assert.ok(Date.now() < deadline, `the WAL file is still ${Math.round(sizeOf(`${file}-wal`) / PAGE)} pages long`);
+        await database.knex('t').insert({ id: id++, v: 'small' });
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      }
+      assert.equal(Number((await database.reader('t').count({ n: '*' }).first())?.n), id);
     });
   });
 
@@ -64,9 +93,12 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
     let checkpointer: WalCheckpointer | undefined;
     let file: string;
     let restart: WalRestart;
+    let errors: unknown[];
     beforeEach(async () => {
       file = join(dir, 'writer.sqlite');
-      restart = { wanted: false };
+      // Asked at most every 10 ms, as often as the checkpointer passes below.
+      restart = new WalRestart((error) => errors.push(error), 10);
+      errors = [];
       writer = knex({
         client: waitingSqliteWriter(
           5000,
@@ -104,12 +136,11 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
     });
 
     it('keeps the WAL short under steady writes, with the checkpointer asking the writer to start it again', async () => {
-      const errors: unknown[] = [];
-      checkpointer = startWalCheckpointer(file, 5000, restart, (error) => errors.push(error), { intervalMs: 10, restartAfterPages: 100 });
+      checkpointer = startWalCheckpointer(file, 5000, restart, { intervalMs: 10, restartAfterPages: 100 });
       // About 2,500 pages in 250 transactions queued at once, committed in groups back to back.
       await Promise.all(Array.from({ length: 250 }, (_, n) => insertRows(n * 40, 40)));
       // Without the WAL starting again, it would hold every page written: 2,500 and more.
-      assert.ok(sizeOf(`${file}-wal`) < 1000 * PAGE, `the WAL is ${Math.round(sizeOf(`${file}-wal`) / PAGE)} pages long`);
+      assert.ok(sizeOf(`${file}-wal`) < 1500 * PAGE, `the WAL is ${Math.round(sizeOf(`${file}-wal`) / PAGE)} pages long`);
       assert.deepEqual(errors, []);
       assert.equal(Number((await writer('t').count({ n: '*' }).first())?.n), 10_000);
     });

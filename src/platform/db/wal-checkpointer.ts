@@ -5,18 +5,37 @@ export const CHECKPOINT_INTERVAL_MS = 100;
 
 /**
  * A WAL this many pages long (4 KiB each, 16 MiB) is to be started again from its beginning. The
- * writer does that by itself when it begins a transaction and every page of the WAL has been copied;
- * under steady writes the background's copy never quite catches up with the commits, and the file
- * would grow for as long as they go on. Each restart costs the writer a copy of the pages committed
- * since the checkpointer's last pass on the event loop (a few milliseconds under creation load), so
- * it is not asked for at SQLite's own 1,000; and the WAL keeps the images of erased rows' pages no
- * longer than until it is overwritten (docs/data-protection.md).
+ * writer does that by itself when it begins a transaction, every page of the WAL has been copied and
+ * no reader still reads from it; under steady writes the background's copy never quite catches up
+ * with the commits, and the file would grow for as long as they go on. Each restart costs the writer
+ * a copy of the pages committed since the checkpointer's last pass, on the event loop (a few
+ * milliseconds under creation load), so it is not asked for at SQLite's own 1,000.
  */
 export const RESTART_AFTER_PAGES = 4096;
 
-/** Shared by the checkpointer and the writer: set when the writer should copy the WAL's last pages itself. */
-export interface WalRestart {
-  wanted: boolean;
+/** SQLite's own checkpoint at a commit, kept only in case this one cannot run (database.ts). */
+export const AUTOCHECKPOINT_BACKSTOP_PAGES = 5 * RESTART_AFTER_PAGES;
+
+/**
+ * Shared by the checkpointer and the writer: `wanted` is set when the WAL is long, and the writer
+ * then copies its last pages itself, at most once per CHECKPOINT_INTERVAL_MS (a reader still on the
+ * WAL can keep it from finishing, and it would otherwise try after every commit).
+ */
+export class WalRestart {
+  wanted = false;
+  private triedAt = -Infinity;
+
+  constructor(
+    readonly onError: (error: unknown) => void,
+    private readonly intervalMs = CHECKPOINT_INTERVAL_MS,
+  ) {}
+
+  /** Whether the writer should try now; counts the try. */
+  due(now = performance.now()): boolean {
+    if (!this.wanted || now - this.triedAt < this.intervalMs) return false;
+    this.triedAt = now;
+    return true;
+  }
 }
 
 export interface WalCheckpointer {
@@ -40,17 +59,17 @@ interface CheckpointRow {
  * waits for no reader or writer, and the writer goes on committing while it copies. Once the WAL is
  * RESTART_AFTER_PAGES long it sets `restart.wanted`, and the writer, between two transactions, copies
  * the few pages committed since (sqlite-writer.ts), so that its next transaction starts the WAL
- * again. Committed transactions are as durable as before: the WAL holds them until they are copied,
+ * again if no reader is still on it (else it is asked again). Committed transactions are as durable as before: the WAL holds them until they are copied,
  * and SQLite's recovery reads it after a crash.
  */
 export function startWalCheckpointer(
   filename: string,
   busyTimeoutMs: number,
   restart: WalRestart,
-  onError: (error: unknown) => void,
   limits = { intervalMs: CHECKPOINT_INTERVAL_MS, restartAfterPages: RESTART_AFTER_PAGES },
 ): WalCheckpointer {
   let opened: Promise<sqlite3.Database> | null = null;
+  let everOpened = false;
   let running: Promise<void> | null = null;
   let closed = false;
 
@@ -64,6 +83,7 @@ export function startWalCheckpointer(
           return;
         }
         db.configure('busyTimeout', busyTimeoutMs);
+        everOpened = true;
         resolve(db);
       });
     }));
@@ -79,8 +99,9 @@ export function startWalCheckpointer(
     if (running || closed) return;
     running = pass()
       .catch((error: unknown) => {
-        // Not yet made by the writer: nothing to checkpoint.
-        if ((error as { code?: string }).code !== 'SQLITE_CANTOPEN') onError(error);
+        // Not yet made by the writer: nothing to checkpoint. Any later failure is counted; the
+        // writer's own checkpoint at AUTOCHECKPOINT_BACKSTOP_PAGES bounds the WAL meanwhile.
+        if (everOpened || (error as { code?: string }).code !== 'SQLITE_CANTOPEN') restart.onError(error);
       })
       .finally(() => {
         running = null;

@@ -126,7 +126,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       await ensureDemoDashboardUser(dashboardUsers, DEMO_LENDER_ID);
     }
     const queue = new JobQueue(db.knex, db.dialect);
-    const webhooks = new WebhooksRepository(db.knex, db.dialect);
+    const webhooks = new WebhooksRepository(db.knex, db.dialect, db.hot);
     const deliveries = new DeliveryWorker({
       webhooks,
       encryptionKey,

@@ -224,5 +224,27 @@ for (const factory of testDatabases()) {
         },
       );
     });
+
+    // Last: it claims whatever else is due by then.
+    it('looks for due deliveries on the read side first: a claim that would find none takes no turn on the writer', async () => {
+      const sender = new WebhooksRepository(service.db.knex, service.db.dialect, service.db.hot);
+      const claims: string[] = [];
+      const seen = (query: { sql: string }) => {
+        if (/^update webhook_deliveries set status = 'sending'/.test(query.sql.trim())) claims.push(query.sql);
+      };
+      service.db.knex.on('query', seen);
+      try {
+        // Nothing is due at a time before every delivery of these tests.
+        assert.deepEqual(await sender.claimDue('worker-early', new Date('2000-01-01T00:00:00.000Z'), 10, 60_000), []);
+        assert.equal(claims.length, 0);
+        const api = await lenderApi('Look First Lender');
+        assert.equal((await api('/webhooks', { url: 'https://127.0.0.1:9/hook', events: ['verification.completed'] })).status, 201);
+        await createCompleted(api, 1);
+        assert.ok((await sender.claimDue('worker-look', clock.now(), 10, 60_000)).length >= 1);
+        assert.equal(claims.length, 1);
+      } finally {
+        service.db.knex.removeListener('query', seen);
+      }
+    });
   });
 }

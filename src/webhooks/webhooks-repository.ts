@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../platform/db/database.ts';
 import { chunks } from '../platform/db/chunks.ts';
+import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
 
@@ -153,11 +154,26 @@ export interface DeliveryLogPosition {
   id: string;
 }
 
+/**
+ * Whether any delivery is due now, by the claim's own condition without its order: read before a
+ * claim, on SQLite's read connection, which does not wait for the writer. About half the sender's
+ * claims found nothing (each pass ends on one, and the passes a burst of commits wakes find their
+ * deliveries taken), and each took a turn on SQLite's single writer and committed its open group
+ * early (docs/performance.md).
+ */
+const ANY_DELIVERY_DUE = hotStatement(
+  'any_delivery_due',
+  `select 1 as due from webhook_deliveries
+   where (status = 'pending' and next_attempt_at <= ?) or (status = 'sending' and locked_until < ?) limit 1`,
+);
+
 /** The only code that reads or writes webhook endpoints and deliveries. */
 export class WebhooksRepository {
+  /** `hot` serves the sender's look before each claim; it defaults to statements through the writer. */
   constructor(
     private readonly knex: Knex,
     private readonly dialect: Dialect,
+    private readonly hot: HotStatements = knexHotStatements(knex),
   ) {}
 
   async insertEndpoint(endpoint: WebhookEndpoint): Promise<void> {
@@ -266,6 +282,9 @@ export class WebhooksRepository {
   async claimDue(claimant: string, now: Date, limit: number, leaseMs: number): Promise<DueDelivery[]> {
     const at = now.toISOString();
     const lockedUntil = new Date(now.getTime() + leaseMs).toISOString();
+    // Committed rows only: deliveries of a transaction still open are claimed after its commit, which
+    // wakes the sender again.
+    if ((await this.hot.rows(ANY_DELIVERY_DUE, [at, at])).length === 0) return [];
     const skipLocked = this.dialect === 'postgres' ? 'for update of d skip locked' : '';
     // One statement claims the deliveries and returns what sending them needs (the endpoint's and the
     // event's columns by their primary keys): a second read after the claim waited for the writer's

@@ -35,47 +35,38 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
 
   describe('as the service opens its database', () => {
     let database: Database;
-    afterEach(async () => {
-      await database.close();
-    });
-
-    it('never checkpoints on the writer’s connection, and the committed pages still reach the database file', async () => {
-      const file = join(dir, 'db.sqlite');
+    let file: string;
+    beforeEach(async () => {
+      file = join(dir, 'db.sqlite');
       database = openDatabase(`sqlite:${file}`);
-      const [setting] = await database.knex.raw<Array<{ wal_autocheckpoint: number }>>('PRAGMA wal_autocheckpoint');
-      assert.equal(setting!.wal_autocheckpoint, AUTOCHECKPOINT_BACKSTOP_PAGES);
       await database.knex.schema.createTable('t', (table) => {
         table.integer('id').primary();
         table.text('v');
       });
+    });
+    afterEach(async () => {
+      await database.close();
+    });
+    /** `rows` rows of `bytes` characters each, in one transaction. */
+    const insertInOne = (rows: number, bytes: number) =>
+      database.knex.transaction(async (trx) => {
+        for (let from = 0; from < rows; from += 250) await trx('t').insert(Array.from({ length: 250 }, (_, i) => ({ id: from + i, v: 'x'.repeat(bytes) })));
+      });
+
+    it('never checkpoints on the writer’s connection, and the committed pages still reach the database file', async () => {
+      const [setting] = await database.knex.raw<Array<{ wal_autocheckpoint: number }>>('PRAGMA wal_autocheckpoint');
+      assert.equal(setting!.wal_autocheckpoint, AUTOCHECKPOINT_BACKSTOP_PAGES);
       const beforeCheckpoint = sizeOf(file);
       // About 1,200 pages in one commit: past SQLite's default threshold of 1,000, where the writer
       // used to copy them into the file inside its commit, and far below its backstop now.
-      await database.knex.transaction(async (trx) => {
-        for (let from = 0; from < 4000; from += 500) await trx('t').insert(Array.from({ length: 500 }, (_, i) => ({ id: from + i, v: 'x'.repeat(1000) })));
-      });
+      await insertInOne(4000, 1000);
       await until(() => sizeOf(file) >= beforeCheckpoint + 1000 * PAGE, 'the pages are copied into the database file');
       assert.equal(Number((await database.reader('t').count({ n: '*' }).first())?.n), 4000);
     });
-  });
 
-  describe('as the service opens its database, after a transaction longer than the WAL’s restart length', () => {
-    let database: Database;
-    afterEach(async () => {
-      await database.close();
-    });
-
-    it('cuts the WAL file back once it starts again, so it keeps no more than that length of old pages', async () => {
-      const file = join(dir, 'db.sqlite');
-      database = openDatabase(`sqlite:${file}`);
-      await database.knex.schema.createTable('t', (table) => {
-        table.integer('id').primary();
-        table.text('v');
-      });
+    it('cuts the WAL file back once it starts again after a longer transaction, so it keeps no more than its length of old pages', async () => {
       // About 6,000 pages in one commit: the WAL file grows to 24 MiB.
-      await database.knex.transaction(async (trx) => {
-        for (let from = 0; from < 6000; from += 250) await trx('t').insert(Array.from({ length: 250 }, (_, i) => ({ id: from + i, v: 'z'.repeat(3900) })));
-      });
+      await insertInOne(6000, 3900);
       assert.ok(sizeOf(`${file}-wal`) > 5000 * PAGE);
       // Small commits go on while the checkpointer copies the WAL and asks the writer to start it again.
       let id = 6000;

@@ -159,12 +159,15 @@ export interface DeliveryLogPosition {
  * claim, on SQLite's read connection, which does not wait for the writer. About half the sender's
  * claims found nothing (each pass ends on one, and the passes a burst of commits wakes find their
  * deliveries taken), and each took a turn on SQLite's single writer and committed its open group
- * early (docs/performance.md).
+ * early (docs/performance.md). A later event held back behind an earlier one still being sent is
+ * due by this condition, so the claim still runs while one waits. Each condition in its own
+ * `exists`, each a range of the (status, next_attempt_at) index that stops at its first row: an
+ * `or` in one scan may be planned as a bitmap scan or a read of the whole table on PostgreSQL.
  */
-const ANY_DELIVERY_DUE = hotStatement(
+export const ANY_DELIVERY_DUE = hotStatement(
   'any_delivery_due',
-  `select 1 as due from webhook_deliveries
-   where (status = 'pending' and next_attempt_at <= ?) or (status = 'sending' and locked_until < ?) limit 1`,
+  `select 1 as due where exists (select 1 from webhook_deliveries where status = 'pending' and next_attempt_at <= ?)
+     or exists (select 1 from webhook_deliveries where status = 'sending' and locked_until < ?)`,
 );
 
 /** The only code that reads or writes webhook endpoints and deliveries. */

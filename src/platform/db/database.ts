@@ -68,8 +68,9 @@ const SQLITE_PRAGMAS = 'PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRA
  * in /var/tmp per group member). In memory, a sub-journal lasts only until its savepoint is
  * released. Side by side under creation load: 5-7 % less CPU per creation (docs/performance.md).
  * The cost: a transaction that rewrites many pages (a large erasure, a migration that rebuilds a
- * table) holds their originals in memory until it ends, and so do the writer's temporary tables.
- * SQLite's sorter still spills to files, and the read connections keep their temporary files.
+ * table) holds their originals in memory until it ends, and the writer's sorts and temporary tables
+ * stay in memory too (an index a migration builds on a large table: its keys, while it is built).
+ * The read connections keep their temporary files.
  */
 const SQLITE_WRITER_TEMP_STORE = 'PRAGMA temp_store = MEMORY;';
 

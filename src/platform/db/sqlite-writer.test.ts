@@ -189,7 +189,7 @@ describe('the SQLite writer on better-sqlite3', function () {
       ),
     );
     // About 60 ms of queued transactions: a 15 ms limit commits the first group after five or six of
-    // them, where a 50 ms limit let it grow to about seventeen while the first member waited.
+    // them, where a 50 ms limit let it grow to fifteen while the first member waited.
     const seen = committedAtFirstResolve[0]!;
     assert.ok(seen.length >= 1 && seen.length <= 8, `the first commit carried ${seen.length} transactions`);
     assert.equal(committedValues().length, 20);

@@ -53,7 +53,7 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
         for (let from = 0; from < rows; from += 250) await trx('t').insert(Array.from({ length: 250 }, (_, i) => ({ id: from + i, v: 'x'.repeat(bytes) })));
       });
 
-    it('never checkpoints on the writer’s connection, and the committed pages still reach the database file', async () => {
+    it('leaves checkpoints to its own connection, the writer’s only a backstop, and the committed pages still reach the database file', async () => {
       const [setting] = await database.knex.raw<Array<{ wal_autocheckpoint: number }>>('PRAGMA wal_autocheckpoint');
       assert.equal(setting!.wal_autocheckpoint, AUTOCHECKPOINT_BACKSTOP_PAGES);
       const beforeCheckpoint = sizeOf(file);
@@ -127,11 +127,14 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
     });
 
     it('keeps the WAL short under steady writes, with the checkpointer asking the writer to start it again', async () => {
+      const generation = walGeneration();
       checkpointer = startWalCheckpointer(file, 5000, restart, { intervalMs: 10, restartAfterPages: 100 });
       // About 2,500 pages in 250 transactions queued at once, committed in groups back to back.
       await Promise.all(Array.from({ length: 250 }, (_, n) => insertRows(n * 40, 40)));
-      // Without the WAL starting again, it would hold every page written: 2,500 and more.
-      assert.ok(sizeOf(`${file}-wal`) < 1500 * PAGE, `the WAL is ${Math.round(sizeOf(`${file}-wal`) / PAGE)} pages long`);
+      // Without the writer's copy the WAL never starts again and holds every page written: 2,500 and
+      // more. How often it starts again depends on when the two copies meet; once is enough here.
+      assert.ok(walGeneration() > generation, 'the WAL never started again');
+      assert.ok(sizeOf(`${file}-wal`) < 2400 * PAGE, `the WAL is ${Math.round(sizeOf(`${file}-wal`) / PAGE)} pages long`);
       assert.deepEqual(errors, []);
       assert.equal(Number((await writer('t').count({ n: '*' }).first())?.n), 10_000);
     });

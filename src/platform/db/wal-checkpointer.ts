@@ -54,7 +54,7 @@ interface CheckpointRow {
  * (better-sqlite3), that copied the pages into the database file and waited for its `fsync` on the
  * event loop, about 10 ms every eight group commits under creation load, 8 % of the main thread's
  * time and a stall of every request in flight (docs/performance.md). The writer's automatic
- * checkpoint is off (`PRAGMA wal_autocheckpoint = 0`), and this connection of node-sqlite3, whose
+ * checkpoint now waits for AUTOCHECKPOINT_BACKSTOP_PAGES, a backstop, and this connection of node-sqlite3, whose
  * statements run on libuv's thread pool, checkpoints passively every CHECKPOINT_INTERVAL_MS: it
  * waits for no reader or writer, and the writer goes on committing while it copies. Once the WAL is
  * RESTART_AFTER_PAGES long it sets `restart.wanted`, and the writer, between two transactions, copies

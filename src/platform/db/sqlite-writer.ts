@@ -33,8 +33,9 @@ const KnexBetterSqlite3 = createRequire(import.meta.url)('knex/lib/dialects/bett
  * The most transactions one commit carries, and the longest a group stays open (see `SharedConnection`).
  * The first member's answer, and the webhook deliveries it made, wait for the group's commit: under
  * `bench:webhooks` a 50 ms cap put 44-51 ms at the median from state change to first attempt and
- * 110-126 ms at p99; 15 ms measured 29-33 and 75-90 ms, with creations per second unchanged
- * (docs/performance.md). A 6 ms cap did not lower the p99 further.
+ * 110-126 ms at p99; 15 ms measured 29-33 and 75-90 ms. The cost, where creations saturate the
+ * writer: more, smaller groups, about 6 % fewer creations per second (docs/performance.md). A 6 ms
+ * cap did not lower the p99 further.
  */
 const GROUP_COMMIT_LIMITS = { members: 32, ms: 15 };
 

@@ -44,12 +44,15 @@ describe('the SQLite writer’s temporary storage', function () {
     });
     assert.deepEqual(during, []);
     assert.equal(
-      (
-        await database
-          .knex('t')
-          .where({ v: 'b'.repeat(1000) })
-          .count({ n: '*' })
-      )[0]!.n,
+      Number(
+        (
+          await database
+            .knex('t')
+            .where({ v: 'b'.repeat(1000) })
+            .count({ n: '*' })
+            .first()
+        )?.n,
+      ),
       200,
     );
   });

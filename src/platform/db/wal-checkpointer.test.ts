@@ -87,7 +87,7 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
     let errors: unknown[];
     beforeEach(async () => {
       file = join(dir, 'writer.sqlite');
-      // Asked at most every 10 ms, as often as the checkpointer passes below.
+      // The checkpointer passes every 10 ms, and the writer's copy is tried as often.
       restart = new WalRestart((error) => errors.push(error), 10);
       errors = [];
       writer = knex({
@@ -128,7 +128,7 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
 
     it('keeps the WAL short under steady writes, with the checkpointer asking the writer to start it again', async () => {
       const generation = walGeneration();
-      checkpointer = startWalCheckpointer(file, 5000, restart, { intervalMs: 10, restartAfterPages: 100 });
+      checkpointer = startWalCheckpointer(file, 5000, restart, 100);
       // About 2,500 pages in 250 transactions queued at once, committed in groups back to back.
       await Promise.all(Array.from({ length: 250 }, (_, n) => insertRows(n * 40, 40)));
       // Without the writer's copy the WAL never starts again and holds every page written: 2,500 and

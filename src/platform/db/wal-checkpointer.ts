@@ -18,8 +18,9 @@ export const AUTOCHECKPOINT_BACKSTOP_PAGES = 5 * RESTART_AFTER_PAGES;
 
 /**
  * Shared by the checkpointer and the writer: `wanted` is set when the WAL is long, and the writer
- * then copies its last pages itself, at most once per CHECKPOINT_INTERVAL_MS (a reader still on the
- * WAL can keep it from finishing, and it would otherwise try after every commit).
+ * then copies its last pages itself, at most once per `intervalMs`, the checkpointer's own interval
+ * (a reader still on the WAL can keep the copy from finishing, and it would otherwise be tried after
+ * every commit).
  */
 export class WalRestart {
   wanted = false;
@@ -27,11 +28,12 @@ export class WalRestart {
 
   constructor(
     readonly onError: (error: unknown) => void,
-    private readonly intervalMs = CHECKPOINT_INTERVAL_MS,
+    readonly intervalMs = CHECKPOINT_INTERVAL_MS,
   ) {}
 
   /** Whether the writer should try now; counts the try. */
-  due(now = performance.now()): boolean {
+  due(): boolean {
+    const now = performance.now();
     if (!this.wanted || now - this.triedAt < this.intervalMs) return false;
     this.triedAt = now;
     return true;
@@ -53,21 +55,16 @@ interface CheckpointRow {
  * that takes the WAL past 1,000 pages: on the writer's connection, which is synchronous
  * (better-sqlite3), that copied the pages into the database file and waited for its `fsync` on the
  * event loop, about 10 ms every eight group commits under creation load, 8 % of the main thread's
- * time and a stall of every request in flight (docs/performance.md). The writer's automatic
- * checkpoint now waits for AUTOCHECKPOINT_BACKSTOP_PAGES, a backstop, and this connection of node-sqlite3, whose
- * statements run on libuv's thread pool, checkpoints passively every CHECKPOINT_INTERVAL_MS: it
- * waits for no reader or writer, and the writer goes on committing while it copies. Once the WAL is
- * RESTART_AFTER_PAGES long it sets `restart.wanted`, and the writer, between two transactions, copies
+ * time and a stall of every request in flight (docs/performance.md). The writer's own checkpoint now
+ * waits for AUTOCHECKPOINT_BACKSTOP_PAGES, a backstop, and this connection of node-sqlite3, whose
+ * statements run on libuv's thread pool, checkpoints passively every `restart.intervalMs`: it waits
+ * for no reader or writer, and the writer goes on committing while it copies. Once the WAL is
+ * `restartAfterPages` long it sets `restart.wanted`, and the writer, between two transactions, copies
  * the few pages committed since (sqlite-writer.ts), so that its next transaction starts the WAL
- * again if no reader is still on it (else it is asked again). Committed transactions are as durable as before: the WAL holds them until they are copied,
- * and SQLite's recovery reads it after a crash.
+ * again if no reader is still on it (else it is asked again). Committed transactions are as durable
+ * as before: the WAL holds them until they are copied, and SQLite's recovery reads it after a crash.
  */
-export function startWalCheckpointer(
-  filename: string,
-  busyTimeoutMs: number,
-  restart: WalRestart,
-  limits = { intervalMs: CHECKPOINT_INTERVAL_MS, restartAfterPages: RESTART_AFTER_PAGES },
-): WalCheckpointer {
+export function startWalCheckpointer(filename: string, busyTimeoutMs: number, restart: WalRestart, restartAfterPages = RESTART_AFTER_PAGES): WalCheckpointer {
   let opened: Promise<sqlite3.Database> | null = null;
   let everOpened = false;
   let running: Promise<void> | null = null;
@@ -92,7 +89,7 @@ export function startWalCheckpointer(
     const { log } = await new Promise<CheckpointRow>((resolve, reject) =>
       db.get<CheckpointRow>('PRAGMA wal_checkpoint(PASSIVE)', (error, row) => (error ? reject(error) : resolve(row))),
     );
-    if (log >= limits.restartAfterPages) restart.wanted = true;
+    if (log >= restartAfterPages) restart.wanted = true;
   };
 
   const timer = setInterval(() => {
@@ -106,7 +103,7 @@ export function startWalCheckpointer(
       .finally(() => {
         running = null;
       });
-  }, limits.intervalMs);
+  }, restart.intervalMs);
   timer.unref();
 
   return {

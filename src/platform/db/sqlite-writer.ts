@@ -104,6 +104,7 @@ class SharedConnection {
   constructor(
     readonly database: BetterSqlite3.Database,
     private readonly walRestart: WalRestart | undefined,
+    private readonly groupOpenMs: number,
   ) {}
 
   private walCheckpoint: BetterSqlite3.Statement | undefined;
@@ -170,7 +171,7 @@ class SharedConnection {
     if (this.owner !== null) return;
     const next = this.nextInLine();
     if (this.group) {
-      const full = this.group.members.length >= GROUP_COMMIT_LIMITS.members || Date.now() - this.group.openedAt >= GROUP_COMMIT_LIMITS.ms;
+      const full = this.group.members.length >= GROUP_COMMIT_LIMITS.members || Date.now() - this.group.openedAt >= this.groupOpenMs;
       if (!next || !next.begins || full) this.commitGroup();
     }
     if (next) {
@@ -321,8 +322,15 @@ class SharedConnection {
  * statement that finds the database locked is tried again after a pause off the event loop, for up
  * to `busyTimeoutMs`, which is what SQLite's own busy handler does in place; then it fails with
  * SQLITE_BUSY (503, as before).
+ *
+ * `groupOpenMs` is the service's cap unless a test needs a group closed only by an empty queue.
  */
-export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string, walRestart?: WalRestart): ClientClass {
+export function waitingSqliteWriter(
+  busyTimeoutMs: number,
+  pragmas: string,
+  walRestart?: WalRestart,
+  groupOpenMs: number = GROUP_COMMIT_LIMITS.ms,
+): ClientClass {
   let opening: Promise<SharedConnection> | null = null;
 
   return class WaitingBetterSqlite3 extends KnexBetterSqlite3 {
@@ -335,7 +343,7 @@ export function waitingSqliteWriter(busyTimeoutMs: number, pragmas: string, walR
           database.close();
           throw error;
         }
-        return new SharedConnection(database, walRestart);
+        return new SharedConnection(database, walRestart, groupOpenMs);
       })();
       let shared: SharedConnection;
       try {

@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { runAdmin } from '../../src/admin/run-admin.ts';
+import { openDatabase } from '../../src/platform/db/database.ts';
 import { verifyWebhookSignature } from '../../src/webhooks/verify-signature.ts';
 import { startServerProcess } from '../support/server-process.ts';
 import { testDatabases, type TestDatabase } from '../support/test-databases.ts';
@@ -141,6 +142,39 @@ for (const factory of testDatabases()) {
       return operation.path.endsWith('/overlays') ? body.overlay_id : body.verification_id;
     };
 
+    /** A failure's evidence: each verification's status, events, deliveries and jobs, as stored. */
+    const stateOf = async (missing: Creation[], acknowledgedIds: Set<string>): Promise<string> => {
+      const db = openDatabase(testDb.url);
+      try {
+        const lines: string[] = [];
+        for (const creation of missing) {
+          const id = creation.id!;
+          const verification = await db.knex('verifications').where({ id }).first('status');
+          const events = await db.knex('events').where({ verification_id: id }).orderBy('sequence').select('id', 'sequence', 'name', 'occurred_at');
+          const deliveries = await db
+            .knex('webhook_deliveries')
+            .where({ verification_id: id })
+            .orderBy('event_sequence')
+            .select('event_id', 'event_sequence', 'status', 'attempts', 'next_attempt_at', 'locked_by', 'locked_until');
+          const jobs = await db.knex('jobs').where({ subject_id: id }).select('kind', 'status', 'attempts', 'run_at', 'locked_until', 'last_error');
+          lines.push(
+            JSON.stringify({
+              reference: creation.reference,
+              id,
+              status: verification?.status,
+              events: events.map((e) => ({ ...e, acknowledged: acknowledgedIds.has(e.id) })),
+              deliveries,
+              jobs,
+            }),
+          );
+        }
+        lines.push(`now ${new Date().toISOString()}`);
+        return lines.join('\n');
+      } finally {
+        await db.close();
+      }
+    };
+
     it('loses no event, creates no verification twice and keeps the order per verification across three kills', async () => {
       const path = `/chaos-${randomUUID()}`;
       let server = await start();
@@ -247,11 +281,23 @@ for (const factory of testDatabases()) {
           .map((r) => ({ delivery: r, body: JSON.parse(r.rawBody.toString()) as Event }));
       const expectedEvents = creations.reduce((n, c) => n + 1 + c.overlays.length, 0);
       const distinctAcknowledged = () => new Set(acknowledged().map((a) => a.body.event_id)).size;
-      await waitFor(
-        () => distinctAcknowledged() >= expectedEvents,
-        60_000,
-        () => `${expectedEvents} events acknowledged (have ${distinctAcknowledged()})`,
-      );
+      try {
+        await waitFor(
+          () => distinctAcknowledged() >= expectedEvents,
+          60_000,
+          () => `${expectedEvents} events acknowledged (have ${distinctAcknowledged()})`,
+        );
+      } catch (error) {
+        const seen = new Set(acknowledged().map((a) => a.body.event_id));
+        const distinctOf = (id: string | undefined) =>
+          new Set(
+            acknowledged()
+              .filter((a) => a.body.verification_id === id)
+              .map((a) => a.body.event_id),
+          ).size;
+        const missing = creations.filter((c) => distinctOf(c.id) < 1 + c.overlays.length);
+        throw new Error(`${(error as Error).message}; what the database holds of the verifications short of events:\n${await stateOf(missing, seen)}`);
+      }
       // Anything still in flight (a duplicate, or an event that should not exist) has time to show.
       await sleep(1500);
 

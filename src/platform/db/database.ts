@@ -1,10 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knex, { type Knex } from 'knex';
-import sqlite3, { type Database as SqliteConnection } from 'sqlite3';
+import sqlite3 from 'sqlite3';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
 import { migrations } from './migrations/index.ts';
 import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
+import { waitingSqliteReader } from './sqlite-reader.ts';
 import { WRITER_SESSIONS, waitingSqliteWriter } from './sqlite-writer.ts';
 import { PostgresKeepingWrites } from './writes-with-next-statement.ts';
 import { AUTOCHECKPOINT_BACKSTOP_PAGES, RESTART_AFTER_PAGES, WalRestart, startWalCheckpointer } from './wal-checkpointer.ts';
@@ -111,19 +112,14 @@ function sqliteWriterConfig(databaseUrl: string, walRestart: WalRestart): Knex.C
   };
 }
 
-/** Read connections (node-sqlite3): their waits for a lock happen on its thread pool, never on the event loop. */
+/** Read connections (better-sqlite3, read-only): never another copy of SQLite in the process (sqlite-reader.ts). */
 function sqliteReaderConfig(databaseUrl: string, connections: number): Knex.Config {
   return {
-    client: 'sqlite3',
-    connection: { filename: sqliteFile(databaseUrl) },
+    client: waitingSqliteReader(SQLITE_BUSY_TIMEOUT_MS) as unknown as typeof Knex.Client,
+    connection: { filename: sqliteFile(databaseUrl), options: { readonly: true } },
     useNullAsDefault: true,
-    pool: {
-      min: 1,
-      max: connections,
-      afterCreate(connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) {
-        connection.exec(`${SQLITE_PRAGMAS} PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS};`, (error: Error | null) => done(error, connection));
-      },
-    },
+    // Statements are synchronous: a connection is held only while its read waits for a lock.
+    pool: { min: 1, max: connections },
   };
 }
 
@@ -186,7 +182,7 @@ export function openDatabase(databaseUrl: string): Database {
       ? postgresHotStatements(instance, queryErrorKind)
       : reader === instance
         ? knexHotStatements(instance)
-        : sqliteHotStatements(sqliteFilename(databaseUrl), SQLITE_READERS, SQLITE_BUSY_TIMEOUT_MS, queryErrorKind);
+        : sqliteHotStatements(sqliteFilename(databaseUrl), SQLITE_BUSY_TIMEOUT_MS, queryErrorKind);
   const checkpointer =
     dialect === 'sqlite' && reader !== instance ? startWalCheckpointer(sqliteFilename(databaseUrl), SQLITE_BUSY_TIMEOUT_MS, walRestart) : null;
   return {

@@ -13,6 +13,12 @@ describe('hot reads on SQLite', function () {
   let errorsCounted: string[];
   const count = hotStatement('count_rows', 'select count(*) as n from t where a >= ?');
 
+  const openHot = (busyTimeoutMs: number) =>
+    sqliteHotStatements(file, busyTimeoutMs, (error) => {
+      errorsCounted.push(String(error));
+      return 'other';
+    });
+
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'civ-hot-'));
     file = join(dir, 'hot.sqlite');
@@ -20,10 +26,7 @@ describe('hot reads on SQLite', function () {
     setup.exec('PRAGMA journal_mode = WAL; create table t (a integer); insert into t values (1)');
     setup.close();
     errorsCounted = [];
-    hot = sqliteHotStatements(file, 2, 5000, (error) => {
-      errorsCounted.push(String(error));
-      return 'other';
-    });
+    hot = openHot(5000);
   });
   afterEach(async () => {
     await hot.close();
@@ -58,20 +61,41 @@ describe('hot reads on SQLite', function () {
     assert.deepEqual(rows[0], { a: 2, b: null, ten: 20, absent: null });
   });
 
-  it('a read the synchronous connection cannot make now is made off the event loop, and answers', async () => {
-    // A connection in exclusive locking mode keeps better-sqlite3's reader out (SQLITE_BUSY), even
-    // under WAL, as a recovery of the WAL would. With a busy timeout on the synchronous connection
-    // this read would hold the event loop for that long.
+  /** A connection of the same library in exclusive locking mode keeps the readers out (SQLITE_BUSY), even under WAL, as a recovery of the WAL would. */
+  const lockOut = () => {
     const holder = new BetterSqlite3(file);
     holder.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; insert into t values (2)');
+    return holder;
+  };
+
+  it('a read that finds the database locked waits off the event loop, and answers once it is free', async () => {
+    const holder = lockOut();
+    let turns = 0;
+    const ticking = setInterval(() => turns++, 10);
     try {
-      const started = Date.now();
-      assert.deepEqual(await hot.rows(count, [0]), [{ n: 1 }], 'the last committed state');
-      assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
-      assert.deepEqual(errorsCounted, []);
-    } finally {
+      const reading = hot.rows(count, [0]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // With a busy timeout on the synchronous connection, the event loop would not have turned.
+      assert.ok(turns >= 10, `the event loop turned ${turns} times in 300 ms`);
       holder.exec('ROLLBACK');
       holder.close();
+      assert.deepEqual(await reading, [{ n: 1 }], 'the last committed state');
+      assert.deepEqual(errorsCounted, []);
+    } finally {
+      clearInterval(ticking);
+      if (holder.open) holder.close();
+    }
+  });
+
+  it('a read still locked out after the busy timeout fails with SQLITE_BUSY, counted', async () => {
+    const impatient = openHot(200);
+    const holder = lockOut();
+    try {
+      await assert.rejects(impatient.rows(count, [0]), (error: { code?: string }) => error.code === 'SQLITE_BUSY');
+      assert.equal(errorsCounted.length, 1);
+    } finally {
+      holder.close();
+      await impatient.close();
     }
   });
 

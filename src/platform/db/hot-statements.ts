@@ -1,7 +1,6 @@
 import BetterSqlite3 from 'better-sqlite3';
 import type { Knex } from 'knex';
-import sqlite3 from 'sqlite3';
-import { isSqliteBusy } from './sqlite-writer.ts';
+import { isSqliteBusy, retryWhileBusy } from './sqlite-writer.ts';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
 
 /**
@@ -37,35 +36,37 @@ function countError(error: unknown, kindOf: (error: unknown) => string): never {
 
 /**
  * SQLite: each read runs at once on the event loop, on a read-only connection of better-sqlite3
- * (synchronous): a read under WAL does not wait for the writer, and an indexed read of one row costs
- * a few microseconds, less than the round trip through node-sqlite3's thread pool that it replaces.
- * A read that would have to wait (SQLITE_BUSY: another connection is recovering the WAL after a
- * crash) must not block the event loop: the connection's busy timeout is zero, and that read goes
- * to the thread-pool connections below instead, which wait as the pools do.
+ * (synchronous; the writer's own library, never a second copy of SQLite: sqlite-reader.ts): a read
+ * under WAL does not wait for the writer, and an indexed read of one row costs a few microseconds,
+ * less than a round trip through a thread pool. A read that would have to wait (SQLITE_BUSY: another
+ * process recovering the WAL after a crash) must not block the event loop: the connection's busy
+ * timeout is zero, and the read is tried again after a pause off it, as the read pool does.
  */
-export function sqliteHotStatements(filename: string, connections: number, busyTimeoutMs: number, kindOf: (error: unknown) => string): HotStatements {
-  const waiting = threadedSqliteHotStatements(filename, connections, busyTimeoutMs, kindOf);
+export function sqliteHotStatements(filename: string, busyTimeoutMs: number, kindOf: (error: unknown) => string): HotStatements {
   let db: BetterSqlite3.Database | null = null;
   const prepared = new Map<string, { query: BetterSqlite3.Statement; toRow: (values: unknown[]) => unknown }>();
   let closed = false;
+  const read = (statement: HotStatement, params: ReadonlyArray<string | number | null>): unknown[] => {
+    if (closed) throw new Error('The database connection is closed.');
+    db ??= new BetterSqlite3(filename, { readonly: true, fileMustExist: true, timeout: 0 });
+    let found = prepared.get(statement.name);
+    if (!found) {
+      const query = db.prepare(statement.sql);
+      found = { query, toRow: rowFactory(query.columns().map((column) => column.name)) };
+      query.raw(true);
+      prepared.set(statement.name, found);
+    }
+    const rows = found.query.all(...params) as unknown[][];
+    for (let i = 0; i < rows.length; i++) (rows as unknown[])[i] = found.toRow(rows[i]!);
+    return rows;
+  };
   return {
     async rows<Row>(statement: HotStatement, params: ReadonlyArray<string | number | null>): Promise<Row[]> {
       try {
-        if (closed) throw new Error('The database connection is closed.');
-        db ??= new BetterSqlite3(filename, { readonly: true, fileMustExist: true, timeout: 0 });
-        let found = prepared.get(statement.name);
-        if (!found) {
-          const query = db.prepare(statement.sql);
-          found = { query, toRow: rowFactory(query.columns().map((column) => column.name)) };
-          query.raw(true);
-          prepared.set(statement.name, found);
-        }
-        const rows = found.query.all(...params) as unknown[][];
-        for (let i = 0; i < rows.length; i++) (rows as unknown[])[i] = found.toRow(rows[i]!);
-        return rows as unknown as Row[];
+        return read(statement, params) as Row[];
       } catch (error) {
-        if (isSqliteBusy(error)) return waiting.rows(statement, params);
-        return countError(error, kindOf);
+        if (!isSqliteBusy(error)) return countError(error, kindOf);
+        return (await retryWhileBusy(busyTimeoutMs, () => read(statement, params)).catch((retried: unknown) => countError(retried, kindOf))) as Row[];
       }
     },
     async close() {
@@ -73,7 +74,6 @@ export function sqliteHotStatements(filename: string, connections: number, busyT
       prepared.clear();
       db?.close();
       db = null;
-      await waiting.close();
     },
   };
 }
@@ -89,83 +89,6 @@ function rowFactory(columns: string[]): (values: unknown[]) => unknown {
     const row: Record<string, unknown> = {};
     for (let i = 0; i < columns.length; i++) row[columns[i]!] = values[i];
     return row;
-  };
-}
-
-/**
- * SQLite through node-sqlite3's thread pool: read-only connections of their own (WAL lets them read
- * beside the writer), with the same busy timeout as the pools. node-sqlite3 runs one step at a time per connection on its thread pool,
- * so several connections let reads of concurrent requests overlap; each call takes the connection
- * with the fewest calls in flight. Statements are prepared per connection on first use and kept.
- */
-function threadedSqliteHotStatements(filename: string, connections: number, busyTimeoutMs: number, kindOf: (error: unknown) => string): HotStatements {
-  interface Reader {
-    opened: Promise<sqlite3.Database> | null;
-    prepared: Map<string, Promise<sqlite3.Statement>>;
-    inFlight: number;
-  }
-  const readers: Reader[] = Array.from({ length: connections }, () => ({ opened: null, prepared: new Map(), inFlight: 0 }));
-  let closed = false;
-  const open = (reader: Reader): Promise<sqlite3.Database> =>
-    // After close() a read fails as Knex's closed pools fail (isDatabaseUnavailable: 503), never reopens.
-    closed
-      ? Promise.reject(new Error('The database connection is closed.'))
-      : (reader.opened ??= new Promise((resolve, reject) => {
-          const db = new sqlite3.Database(filename, sqlite3.OPEN_READONLY, (error) => {
-            if (error) {
-              reader.opened = null;
-              reject(error);
-              return;
-            }
-            db.configure('busyTimeout', busyTimeoutMs);
-            resolve(db);
-          });
-        }));
-  const prepare = (reader: Reader, statement: HotStatement): Promise<sqlite3.Statement> => {
-    let prepared = reader.prepared.get(statement.name);
-    if (!prepared) {
-      prepared = open(reader).then(
-        (db) =>
-          new Promise<sqlite3.Statement>((resolve, reject) => {
-            const created: sqlite3.Statement = db.prepare(statement.sql, (error: Error | null) => (error ? reject(error) : resolve(created)));
-          }),
-      );
-      // A statement that failed to prepare is prepared again next time rather than failing for ever.
-      prepared.catch(() => reader.prepared.delete(statement.name));
-      reader.prepared.set(statement.name, prepared);
-    }
-    return prepared;
-  };
-  return {
-    async rows<Row>(statement: HotStatement, params: ReadonlyArray<string | number | null>): Promise<Row[]> {
-      let reader = readers[0]!;
-      for (const candidate of readers) if (candidate.inFlight < reader.inFlight) reader = candidate;
-      reader.inFlight++;
-      try {
-        const prepared = await prepare(reader, statement);
-        return await new Promise<Row[]>((resolve, reject) =>
-          prepared.all(params as unknown[], (error: Error | null, rows: Row[]) => (error ? reject(error) : resolve(rows))),
-        );
-      } catch (error) {
-        return countError(error, kindOf);
-      } finally {
-        reader.inFlight--;
-      }
-    },
-    async close() {
-      closed = true;
-      for (const reader of readers) {
-        if (!reader.opened) continue;
-        const db = await reader.opened.catch(() => null);
-        reader.opened = null;
-        for (const prepared of reader.prepared.values()) {
-          const statement = await prepared.catch(() => null);
-          if (statement) await new Promise((resolve) => statement.finalize(() => resolve(undefined)));
-        }
-        reader.prepared.clear();
-        if (db) await new Promise<void>((resolve, reject) => db.close((error) => (error ? reject(error) : resolve())));
-      }
-    },
   };
 }
 

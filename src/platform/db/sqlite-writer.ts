@@ -18,16 +18,54 @@ export function isSqliteBusy(error: unknown): boolean {
   return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_RECOVERY';
 }
 
+/**
+ * Runs `step`, and again after a pause off the event loop while it finds the database locked, for up
+ * to `busyTimeoutMs`: what SQLite's own busy handler does, but without blocking the event loop, on
+ * connections whose busy timeout is zero. `stillValid` is asked after each pause; when it says no,
+ * the last error stands.
+ */
+export async function retryWhileBusy<T>(busyTimeoutMs: number, step: () => T | Promise<T>, stillValid: () => boolean = () => true): Promise<T> {
+  const deadline = Date.now() + busyTimeoutMs;
+  for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
+    try {
+      return await step();
+    } catch (error) {
+      if (!isSqliteBusy(error) || Date.now() + pauseMs > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      if (!stillValid()) throw error;
+    }
+  }
+}
+
+/**
+ * `database` as Knex's client sees it, with each SQL text prepared once: Knex prepares every
+ * statement it runs, and a statement's native memory is freed only when the garbage collector gets to
+ * it, which under a few thousand statements a second let the process grow.
+ */
+export function preparingOnce(database: BetterSqlite3.Database): Pick<BetterSqlite3.Database, 'prepare'> {
+  const statements = new LRUCache<string, BetterSqlite3.Statement>({ max: PREPARED_STATEMENTS_KEPT });
+  return {
+    prepare: (sql: string) => {
+      let statement = statements.get(sql);
+      if (!statement) {
+        statement = database.prepare(sql);
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
+  } as Pick<BetterSqlite3.Database, 'prepare'>;
+}
+
 /** Knex's own client for better-sqlite3: the methods overridden below. */
 interface BetterSqlite3Client {
   _query(connection: unknown, query: unknown): Promise<unknown>;
   acquireRawConnection(): Promise<unknown>;
   destroyRawConnection(connection: unknown): Promise<unknown>;
 }
-type ClientClass = new (config: Knex.Config) => BetterSqlite3Client;
+export type ClientClass = new (config: Knex.Config) => BetterSqlite3Client;
 
 // Knex exports its dialect clients only by path, untyped.
-const KnexBetterSqlite3 = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as ClientClass;
+export const KnexBetterSqlite3 = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as ClientClass;
 
 /**
  * The most transactions one commit carries, and the longest a group stays open (see `SharedConnection`).
@@ -98,32 +136,20 @@ class SharedConnection {
   private readonly waiting: Array<{ session: WriterSession; begins: boolean; grant: () => void }> = [];
   private statementJumpedQueue = false;
   private group: { openedAt: number; members: Array<{ resolve: () => void; reject: (error: unknown) => void }> } | null = null;
-  private readonly statements = new LRUCache<string, BetterSqlite3.Statement>({ max: PREPARED_STATEMENTS_KEPT });
   sessions = 0;
 
   constructor(
     readonly database: BetterSqlite3.Database,
     private readonly walRestart: WalRestart | undefined,
     private readonly groupOpenMs: number,
-  ) {}
+  ) {
+    this.preparingOnce = preparingOnce(database);
+  }
 
   private walCheckpoint: BetterSqlite3.Statement | undefined;
 
-  /**
-   * The connection as Knex's client sees it, with each SQL text prepared once: Knex prepares every
-   * statement it runs, and a statement's native memory is freed only when the garbage collector
-   * gets to it, which under a few thousand statements a second let the process grow.
-   */
-  readonly preparingOnce = {
-    prepare: (sql: string) => {
-      let statement = this.statements.get(sql);
-      if (!statement) {
-        statement = this.database.prepare(sql);
-        this.statements.set(sql, statement);
-      }
-      return statement;
-    },
-  } as Pick<BetterSqlite3.Database, 'prepare'>;
+  /** The connection as Knex's client sees it, with each SQL text prepared once. */
+  readonly preparingOnce: Pick<BetterSqlite3.Database, 'prepare'>;
 
   ownedBy(session: WriterSession): boolean {
     return this.owner === session;
@@ -430,21 +456,12 @@ export function waitingSqliteWriter(
     }
 
     /** Runs `step`, and again after a pause off the event loop while it finds the database locked, for up to `busyTimeoutMs`. */
-    private async waitingForLocks<T>(session: WriterSession, step: () => T | Promise<T>): Promise<T> {
-      const deadline = Date.now() + busyTimeoutMs;
+    private waitingForLocks<T>(session: WriterSession, step: () => T | Promise<T>): Promise<T> {
       // Knex marks the session with the transaction it is lent to. A statement must not be tried
       // again once that has changed during the pause: its transaction has ended (a sibling statement
       // failed and rolled it back), and the retry would run outside it or inside another one.
       const transactionAtStart = session.__knexTxId;
-      for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
-        try {
-          return await step();
-        } catch (error) {
-          if (!isSqliteBusy(error) || Date.now() + pauseMs > deadline) throw error;
-          await new Promise((resolve) => setTimeout(resolve, pauseMs));
-          if (session.__knexTxId !== transactionAtStart) throw error;
-        }
-      }
+      return retryWhileBusy(busyTimeoutMs, step, () => session.__knexTxId === transactionAtStart);
     }
   };
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import knex, { type Knex } from 'knex';
 import { openDatabase, type Database } from './database.ts';
 import { WRITER_SESSIONS, waitingSqliteWriter } from './sqlite-writer.ts';
@@ -79,6 +80,26 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
     });
   });
 
+  it('checkpoints on the writer’s copy of SQLite: a connection of this process holding the database keeps it out, and the refusal is counted', async () => {
+    const file = join(dir, 'held.sqlite');
+    const holder = new BetterSqlite3(file);
+    holder.exec('PRAGMA journal_mode = WAL; create table t (a integer); PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; insert into t values (1)');
+    const errors: unknown[] = [];
+    const checkpointer = startWalCheckpointer(file, 100, new WalRestart((error) => errors.push(error), 10));
+    try {
+      // A second copy of SQLite in the process (node-sqlite3's) does not see this lock, and
+      // checkpointed under it.
+      await until(() => errors.length > 0, 'a pass is refused');
+      assert.ok(
+        errors.every((error) => (error as { code?: string }).code === 'SQLITE_BUSY'),
+        errors.map((error) => String(error)).join(', '),
+      );
+    } finally {
+      await checkpointer.close();
+      holder.close();
+    }
+  });
+
   describe('with the writer on its own', () => {
     let writer: Knex;
     let checkpointer: WalCheckpointer | undefined;
@@ -127,8 +148,14 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
     });
 
     it('keeps the WAL short under steady writes, with the checkpointer asking the writer to start it again', async () => {
-      const generation = walGeneration();
       checkpointer = startWalCheckpointer(file, 5000, restart, 100);
+      // Its thread takes a moment to start: the writes begin once it has asked once, after a first
+      // 150 pages or so.
+      for (let from = -600; from < 0; from += 200) await insertRows(from, 200);
+      for (const until = Date.now() + 10_000; !restart.wanted && Date.now() < until;) await new Promise((resolve) => setTimeout(resolve, 5));
+      assert.ok(restart.wanted, 'the checkpointer never asked');
+      restart.wanted = false;
+      const generation = walGeneration();
       // About 2,500 pages in 250 transactions queued at once, committed in groups back to back.
       await Promise.all(Array.from({ length: 250 }, (_, n) => insertRows(n * 40, 40)));
       // Without the writer's copy the WAL never starts again and holds every page written: 2,500 and
@@ -136,7 +163,7 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
       assert.ok(walGeneration() > generation, 'the WAL never started again');
       assert.ok(sizeOf(`${file}-wal`) < 2400 * PAGE, `the WAL is ${Math.round(sizeOf(`${file}-wal`) / PAGE)} pages long`);
       assert.deepEqual(errors, []);
-      assert.equal(Number((await writer('t').count({ n: '*' }).first())?.n), 10_000);
+      assert.equal(Number((await writer('t').count({ n: '*' }).first())?.n), 10_600);
     });
   });
 });

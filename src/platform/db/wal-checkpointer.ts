@@ -1,4 +1,6 @@
-import sqlite3 from 'sqlite3';
+import { once } from 'node:events';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 
 /** How often the WAL's new pages are copied into the database file. */
 export const CHECKPOINT_INTERVAL_MS = 100;
@@ -44,10 +46,42 @@ export interface WalCheckpointer {
   close(): Promise<void>;
 }
 
-interface CheckpointRow {
-  busy: number;
-  log: number;
-  checkpointed: number;
+/** What a pass of the checkpointer's thread answers: SQLite's `wal_checkpoint` row, or its error. */
+type PassResult = { busy: number; log: number; checkpointed: number } | { error: { code?: string; message: string } };
+
+/**
+ * The checkpointer's thread: one connection of better-sqlite3, a passive checkpoint per message,
+ * closed on `close`. It is the writer's library, loaded once per process, so the same copy of SQLite
+ * (sqlite-reader.ts says why no other may open the file). CommonJS, so it needs no file of its own in
+ * the bundle; the driver's path comes from the main thread.
+ */
+const CHECKPOINT_THREAD = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+let db = null;
+parentPort.on('message', (message) => {
+  if (message === 'close') {
+    if (db) db.close();
+    parentPort.close();
+    return;
+  }
+  try {
+    db ??= new Database(workerData.filename, { fileMustExist: true, timeout: workerData.busyTimeoutMs });
+    parentPort.postMessage(db.pragma('wal_checkpoint(PASSIVE)')[0]);
+  } catch (error) {
+    parentPort.postMessage({ error: { code: error.code, message: String(error.message) } });
+  }
+});
+`;
+
+/** A checkpoint's failure as the thread reported it, with SQLite's code. */
+class CheckpointError extends Error {
+  constructor(
+    readonly code: string | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -56,40 +90,49 @@ interface CheckpointRow {
  * (better-sqlite3), that copied the pages into the database file and waited for its `fsync` on the
  * event loop, about 10 ms every eight group commits under creation load, 8 % of the main thread's
  * time and a stall of every request in flight (docs/performance.md). The writer's own checkpoint now
- * waits for AUTOCHECKPOINT_BACKSTOP_PAGES, a backstop, and this connection of node-sqlite3, whose
- * statements run on libuv's thread pool, checkpoints passively every `restart.intervalMs`: it waits
- * for no reader or writer, and the writer goes on committing while it copies. Once the WAL is
- * `restartAfterPages` long it sets `restart.wanted`, and the writer, between two transactions, copies
- * the few pages committed since (sqlite-writer.ts), so that its next transaction starts the WAL
- * again if no reader is still on it (else it is asked again). Committed transactions are as durable
- * as before: the WAL holds them until they are copied, and SQLite's recovery reads it after a crash.
+ * waits for AUTOCHECKPOINT_BACKSTOP_PAGES, a backstop, and a connection on a thread of its own
+ * checkpoints passively every `restart.intervalMs`: it waits for no reader or writer, and the writer
+ * goes on committing while it copies. Once the WAL is `restartAfterPages` long it sets
+ * `restart.wanted`, and the writer, between two transactions, copies the few pages committed since
+ * (sqlite-writer.ts), so that its next transaction starts the WAL again if no reader is still on it
+ * (else it is asked again). Committed transactions are as durable as before: the WAL holds them
+ * until they are copied, and SQLite's recovery reads it after a crash.
  */
 export function startWalCheckpointer(filename: string, busyTimeoutMs: number, restart: WalRestart, restartAfterPages = RESTART_AFTER_PAGES): WalCheckpointer {
-  let opened: Promise<sqlite3.Database> | null = null;
+  let thread: { worker: Worker; answer: ((result: PassResult) => void) | null } | null = null;
   let everOpened = false;
   let running: Promise<void> | null = null;
   let closed = false;
 
-  // Opened once the writer has made the file: this connection never creates it.
-  const open = (): Promise<sqlite3.Database> =>
-    (opened ??= new Promise((resolve, reject) => {
-      const db = new sqlite3.Database(filename, sqlite3.OPEN_READWRITE, (error) => {
-        if (error) {
-          opened = null;
-          reject(error);
-          return;
-        }
-        db.configure('busyTimeout', busyTimeoutMs);
-        everOpened = true;
-        resolve(db);
-      });
-    }));
+  const threadOf = () => {
+    if (thread) return thread;
+    const worker = new Worker(CHECKPOINT_THREAD, {
+      eval: true,
+      workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), filename, busyTimeoutMs },
+    });
+    // A process with nothing else to do ends; the thread does not keep it.
+    worker.unref();
+    const started = { worker, answer: null as ((result: PassResult) => void) | null };
+    const lost = (error: Error) => {
+      if (thread === started) thread = null;
+      started.answer?.({ error: { message: error.message } });
+    };
+    worker.on('message', (result: PassResult) => started.answer?.(result));
+    worker.on('error', lost);
+    worker.on('exit', () => lost(new Error('the checkpointer thread exited')));
+    thread = started;
+    return started;
+  };
   const pass = async (): Promise<void> => {
-    const db = await open();
-    const { log } = await new Promise<CheckpointRow>((resolve, reject) =>
-      db.get<CheckpointRow>('PRAGMA wal_checkpoint(PASSIVE)', (error, row) => (error ? reject(error) : resolve(row))),
-    );
-    if (log >= restartAfterPages) restart.wanted = true;
+    const current = threadOf();
+    const result = await new Promise<PassResult>((resolve) => {
+      current.answer = resolve;
+      current.worker.postMessage('pass');
+    });
+    current.answer = null;
+    if ('error' in result) throw new CheckpointError(result.error.code, result.error.message);
+    everOpened = true;
+    if (result.log >= restartAfterPages) restart.wanted = true;
   };
 
   const timer = setInterval(() => {
@@ -111,9 +154,14 @@ export function startWalCheckpointer(filename: string, busyTimeoutMs: number, re
       closed = true;
       clearInterval(timer);
       await running;
-      const db = await opened?.catch(() => null);
-      opened = null;
-      if (db) await new Promise<void>((resolve) => db.close(() => resolve()));
+      const current = thread;
+      thread = null;
+      if (!current) return;
+      // Kept alive until the thread has closed its connection, even in a process with nothing else to do.
+      current.worker.ref();
+      const exited = once(current.worker, 'exit');
+      current.worker.postMessage('close');
+      await exited;
     },
   };
 }

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import knex, { type Knex } from 'knex';
+import { waitingSqliteReader } from './sqlite-reader.ts';
+
+describe('the SQLite read pool on better-sqlite3', function () {
+  this.timeout(20_000);
+  let dir: string;
+  let file: string;
+  let reader: Knex;
+
+  const openReader = (busyTimeoutMs: number) =>
+    knex({
+      client: waitingSqliteReader(busyTimeoutMs) as unknown as typeof Knex.Client,
+      connection: { filename: file, options: { readonly: true } },
+      useNullAsDefault: true,
+      pool: { min: 1, max: 2 },
+    });
+  const count = async () => Number((await reader('t').count({ n: '*' }).first())?.n);
+  /** A connection in exclusive locking mode, as a process recovering the WAL would hold the file. */
+  const lockOut = () => {
+    const holder = new BetterSqlite3(file);
+    holder.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; insert into t values (2)');
+    return holder;
+  };
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'civ-reader-'));
+    file = join(dir, 'reader.sqlite');
+    const setup = new BetterSqlite3(file);
+    setup.exec('PRAGMA journal_mode = WAL; create table t (a integer); insert into t values (1)');
+    setup.close();
+  });
+  afterEach(async () => {
+    await reader.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads on the writer’s copy of SQLite: while a connection of this process holds the database, a read waits off the event loop, then answers', async () => {
+    reader = openReader(5000);
+    const holder = lockOut();
+    let turns = 0;
+    const ticking = setInterval(() => turns++, 10);
+    try {
+      let answered = false;
+      const reading = count().finally(() => (answered = true));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // node-sqlite3, a second copy of SQLite, read through this lock at once: it does not see it.
+      assert.equal(answered, false, 'the read did not wait for the lock');
+      assert.ok(turns >= 10, `the event loop turned ${turns} times in 300 ms`);
+      holder.exec('ROLLBACK');
+      holder.close();
+      assert.equal(await reading, 1);
+    } finally {
+      clearInterval(ticking);
+      if (holder.open) holder.close();
+    }
+  });
+
+  it('gives up after its busy timeout with SQLITE_BUSY, which answers 503', async () => {
+    reader = openReader(200);
+    const holder = lockOut();
+    try {
+      await assert.rejects(count(), (error: { code?: string }) => error.code === 'SQLITE_BUSY');
+    } finally {
+      holder.close();
+    }
+  });
+
+  it('cannot write', async () => {
+    reader = openReader(5000);
+    await assert.rejects(reader('t').insert({ a: 3 }), (error: { code?: string }) => error.code === 'SQLITE_READONLY');
+    assert.equal(await count(), 1);
+  });
+});

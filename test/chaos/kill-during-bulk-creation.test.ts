@@ -296,7 +296,8 @@ for (const factory of testDatabases()) {
               .map((a) => a.body.event_id),
           ).size;
         const missing = creations.filter((c) => distinctOf(c.id) < 1 + c.overlays.length);
-        throw new Error(`${(error as Error).message}; what the database holds of the verifications short of events:\n${await stateOf(missing, seen)}`);
+        const evidence = await stateOf(missing, seen).catch((failed: unknown) => `(not read: ${String(failed)})`);
+        throw new Error(`${(error as Error).message}; what the database holds of the verifications short of events:\n${evidence}`);
       }
       // Anything still in flight (a duplicate, or an event that should not exist) has time to show.
       await sleep(1500);

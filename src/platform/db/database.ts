@@ -120,6 +120,7 @@ function sqliteReaderConfig(databaseUrl: string, connections: number): Knex.Conf
     useNullAsDefault: true,
     // Statements are synchronous: a connection is held only while its read waits for a lock.
     pool: { min: 1, max: connections },
+    acquireConnectionTimeout: DATABASE_TIMEOUT_MS,
   };
 }
 
@@ -220,10 +221,16 @@ export function openDatabase(databaseUrl: string): Database {
       }
     },
     async close() {
-      await checkpointer?.close();
-      await hot.close();
-      if (reader !== instance) await reader.destroy();
-      await instance.destroy();
+      // Each closed even if one before it fails; the first failure is reported.
+      let failure: Error | undefined;
+      for (const closeOne of [() => checkpointer?.close(), () => hot.close(), () => reader !== instance && reader.destroy(), () => instance.destroy()]) {
+        try {
+          await closeOne();
+        } catch (error) {
+          failure ??= error instanceof Error ? error : new Error(String(error));
+        }
+      }
+      if (failure) throw failure;
     },
   };
 }

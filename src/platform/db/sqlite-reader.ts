@@ -4,6 +4,8 @@ import { KnexBetterSqlite3, preparingOnce, retryWhileBusy, type ClientClass } fr
 /** A read connection as Knex's client uses it: statements prepared once, and closed with the pool. */
 interface ReadConnection extends Pick<BetterSqlite3.Database, 'prepare'> {
   close(): void;
+  /** Runs the connection's settings that read the schema, before its first statement. */
+  configure(): void;
 }
 
 /**
@@ -29,11 +31,25 @@ export function waitingSqliteReader(busyTimeoutMs: number): ClientClass {
         database.close();
         throw error;
       }
-      return { ...preparingOnce(database), close: () => database.close() };
+      let configured = false;
+      return {
+        ...preparingOnce(database),
+        close: () => database.close(),
+        configure() {
+          if (configured) return;
+          // SQLite's default page cache (2 MB) per connection, not better-sqlite3's 16 MB. It reads
+          // the schema, so it may find the file locked, as a statement may.
+          database.exec('PRAGMA cache_size = -2000');
+          configured = true;
+        },
+      };
     }
 
     override _query(connection: unknown, query: unknown): Promise<unknown> {
-      return retryWhileBusy(busyTimeoutMs, () => super._query(connection, query));
+      return retryWhileBusy(busyTimeoutMs, () => {
+        (connection as ReadConnection).configure();
+        return super._query(connection, query);
+      });
     }
   };
 }

@@ -100,6 +100,26 @@ describe('the SQLite WAL checkpointed off the event loop', function () {
     }
   });
 
+  it('closes while a pass waits for a lock: its thread ends, and a second close is the same wait', async () => {
+    const file = join(dir, 'closing.sqlite');
+    const holder = new BetterSqlite3(file);
+    holder.exec('PRAGMA journal_mode = WAL; create table t (a integer); PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; insert into t values (1)');
+    const threads = () => Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
+    const errors: unknown[] = [];
+    const checkpointer = startWalCheckpointer(file, 1000, new WalRestart((error) => errors.push(error), 10));
+    try {
+      // A pass is under way on the thread, waiting up to its busy timeout for the lock.
+      await until(() => errors.length > 0, 'a pass is refused');
+      const running = threads();
+      const first = checkpointer.close();
+      assert.equal(checkpointer.close(), first);
+      await first;
+      await until(() => threads() < running, 'the thread has ended');
+    } finally {
+      holder.close();
+    }
+  });
+
   describe('with the writer on its own', () => {
     let writer: Knex;
     let checkpointer: WalCheckpointer | undefined;

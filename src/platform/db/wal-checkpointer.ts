@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
@@ -46,30 +45,41 @@ export interface WalCheckpointer {
   close(): Promise<void>;
 }
 
-/** What a pass of the checkpointer's thread answers: SQLite's `wal_checkpoint` row, or its error. */
-type PassResult = { busy: number; log: number; checkpointed: number } | { error: { code?: string; message: string } };
+/**
+ * What a pass of the checkpointer's thread answers: SQLite's `wal_checkpoint` row, or its error
+ * (`opening` when the connection could not be opened).
+ */
+type PassResult = { busy: number; log: number; checkpointed: number } | { error: { code?: string; message: string; opening?: boolean } };
 
 /**
  * The checkpointer's thread: one connection of better-sqlite3, a passive checkpoint per message,
- * closed on `close`. It is the writer's library, loaded once per process, so the same copy of SQLite
- * (sqlite-reader.ts says why no other may open the file). CommonJS, so it needs no file of its own in
- * the bundle; the driver's path comes from the main thread.
+ * closed on `close`, when the thread ends itself (a preload's timer cannot keep it). It is the
+ * writer's library, loaded once per process, so the same copy of SQLite (sqlite-reader.ts says why no
+ * other may open the file). CommonJS, so it needs no file of its own in the bundle; the driver's path
+ * comes from the main thread.
  */
 const CHECKPOINT_THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 let db = null;
+const failure = (error, opening) => ({ error: { code: error.code, message: String(error.message), opening } });
 parentPort.on('message', (message) => {
   if (message === 'close') {
     if (db) db.close();
-    parentPort.close();
-    return;
+    process.exit(0);
+  }
+  if (!db) {
+    try {
+      db = new Database(workerData.filename, { fileMustExist: true, timeout: workerData.busyTimeoutMs });
+    } catch (error) {
+      parentPort.postMessage(failure(error, true));
+      return;
+    }
   }
   try {
-    db ??= new Database(workerData.filename, { fileMustExist: true, timeout: workerData.busyTimeoutMs });
     parentPort.postMessage(db.pragma('wal_checkpoint(PASSIVE)')[0]);
   } catch (error) {
-    parentPort.postMessage({ error: { code: error.code, message: String(error.message) } });
+    parentPort.postMessage(failure(error, false));
   }
 });
 `;
@@ -79,10 +89,14 @@ class CheckpointError extends Error {
   constructor(
     readonly code: string | undefined,
     message: string,
+    readonly opening = false,
   ) {
     super(message);
   }
 }
+
+/** The longest a closing thread is waited for (it waits at most a busy timeout for its pass) before it is stopped. */
+const CLOSE_WAIT_MS = 10_000;
 
 /**
  * Checkpoints the SQLite writer's WAL off the event loop. SQLite runs a checkpoint inside the commit
@@ -102,46 +116,58 @@ export function startWalCheckpointer(filename: string, busyTimeoutMs: number, re
   let thread: { worker: Worker; answer: ((result: PassResult) => void) | null } | null = null;
   let everOpened = false;
   let running: Promise<void> | null = null;
-  let closed = false;
+  let closing: Promise<void> | null = null;
+  /** Threads lost in a row, and when the next may start: one that keeps dying is not started ten times a second. */
+  let threadsLost = 0;
+  let nextThreadAt = 0;
 
   const threadOf = () => {
     if (thread) return thread;
+    if (performance.now() < nextThreadAt) return null;
     const worker = new Worker(CHECKPOINT_THREAD, {
       eval: true,
+      // None of the server's own flags or preloads (its tracing, say): the thread only checkpoints.
+      execArgv: [],
       workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), filename, busyTimeoutMs },
     });
     // A process with nothing else to do ends; the thread does not keep it.
     worker.unref();
     const started = { worker, answer: null as ((result: PassResult) => void) | null };
     const lost = (error: Error) => {
-      if (thread === started) thread = null;
-      started.answer?.({ error: { message: error.message } });
+      if (thread !== started) return;
+      thread = null;
+      nextThreadAt = performance.now() + Math.min(60_000, restart.intervalMs * 2 ** ++threadsLost);
+      if (started.answer) started.answer({ error: { message: error.message } });
+      else if (!closing) restart.onError(error);
     };
     worker.on('message', (result: PassResult) => started.answer?.(result));
     worker.on('error', lost);
-    worker.on('exit', () => lost(new Error('the checkpointer thread exited')));
+    worker.on('exit', (code) => lost(new Error(`the checkpointer thread exited with code ${code}`)));
     thread = started;
     return started;
   };
   const pass = async (): Promise<void> => {
     const current = threadOf();
+    if (!current) return;
     const result = await new Promise<PassResult>((resolve) => {
       current.answer = resolve;
       current.worker.postMessage('pass');
     });
     current.answer = null;
-    if ('error' in result) throw new CheckpointError(result.error.code, result.error.message);
+    if ('error' in result) throw new CheckpointError(result.error.code, result.error.message, result.error.opening);
     everOpened = true;
+    threadsLost = 0;
     if (result.log >= restartAfterPages) restart.wanted = true;
   };
 
   const timer = setInterval(() => {
-    if (running || closed) return;
+    if (running || closing) return;
     running = pass()
       .catch((error: unknown) => {
         // Not yet made by the writer: nothing to checkpoint. Any later failure is counted; the
         // writer's own checkpoint at AUTOCHECKPOINT_BACKSTOP_PAGES bounds the WAL meanwhile.
-        if (everOpened || (error as { code?: string }).code !== 'SQLITE_CANTOPEN') restart.onError(error);
+        const notYetMade = error instanceof CheckpointError && error.opening && error.code === 'SQLITE_CANTOPEN' && !everOpened;
+        if (!notYetMade) restart.onError(error);
       })
       .finally(() => {
         running = null;
@@ -149,19 +175,21 @@ export function startWalCheckpointer(filename: string, busyTimeoutMs: number, re
   }, restart.intervalMs);
   timer.unref();
 
+  const close = async (): Promise<void> => {
+    clearInterval(timer);
+    await running;
+    const current = thread;
+    thread = null;
+    if (!current) return;
+    // Kept alive until the thread has closed its connection, even in a process with nothing else to do.
+    current.worker.ref();
+    const exited = new Promise((resolve) => current.worker.once('exit', resolve));
+    current.worker.postMessage('close');
+    const stopping = setTimeout(() => void current.worker.terminate(), CLOSE_WAIT_MS);
+    await exited;
+    clearTimeout(stopping);
+  };
   return {
-    async close() {
-      closed = true;
-      clearInterval(timer);
-      await running;
-      const current = thread;
-      thread = null;
-      if (!current) return;
-      // Kept alive until the thread has closed its connection, even in a process with nothing else to do.
-      current.worker.ref();
-      const exited = once(current.worker, 'exit');
-      current.worker.postMessage('close');
-      await exited;
-    },
+    close: () => (closing ??= close()),
   };
 }

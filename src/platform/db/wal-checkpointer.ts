@@ -126,7 +126,8 @@ export function startWalCheckpointer(filename: string, busyTimeoutMs: number, re
     if (performance.now() < nextThreadAt) return null;
     const worker = new Worker(CHECKPOINT_THREAD, {
       eval: true,
-      // None of the server's command-line flags or preloads (its tracing, say): the thread only checkpoints.
+      // None of the server's command-line flags or preloads (its tracing, say): the thread only
+      // checkpoints. NODE_OPTIONS still reaches it; its close ends it regardless.
       execArgv: [],
       workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), filename, busyTimeoutMs },
     });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -80,5 +80,20 @@ describe('the SQLite read pool on better-sqlite3', function () {
     reader = openReader(5000);
     await assert.rejects(reader('t').insert({ a: 3 }), (error: { code?: string }) => error.code === 'SQLITE_READONLY');
     assert.equal(await count(), 1);
+  });
+});
+
+describe('one copy of SQLite in the service process', () => {
+  const src = new URL('../..', import.meta.url).pathname;
+
+  it('no service code opens a database with node-sqlite3 (its own copy of SQLite), but for the migration lock, a file of its own', () => {
+    const users = readdirSync(src, { recursive: true })
+      .map(String)
+      .filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'))
+      .filter((file) => /from 'sqlite3'|require\('sqlite3'\)|client: 'sqlite3'/.test(readFileSync(join(src, file), 'utf8')))
+      .sort();
+    assert.deepEqual(users, [join('platform', 'db', 'database.ts')]);
+    const opened = readFileSync(join(src, 'platform', 'db', 'database.ts'), 'utf8').match(/new sqlite3\.Database\([^)]*\)/g);
+    assert.deepEqual(opened, ['new sqlite3.Database(`${filename}.migration-lock`)']);
   });
 });

@@ -4,7 +4,7 @@ import knex, { type Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
 import type { WalRestart } from './wal-checkpointer.ts';
 
-/** Distinct SQL texts kept prepared per writer connection (Knex's statements repeat; multi-row inserts vary by row count). */
+/** Distinct SQL texts kept prepared per connection, the writer's and each reader's (Knex's statements repeat; multi-row inserts vary by row count). */
 const PREPARED_STATEMENTS_KEPT = 500;
 
 /**

@@ -1,6 +1,8 @@
 // `npm run bench:api`: in one run, one after the other, load a bare Express 5 hello-world server and
 // the service with autocannon (50 connections, BENCH_SECONDS each, default 10) and print requests
 // per second, p99 latency and the ratio to bare Express for the status, tape and create endpoints.
+// Beside it, the same hello-world on the kind of HTTP server the service makes (http-server.ts), and
+// the service's ratios to that.
 // Then the cost of metrics: the same endpoints on two service processes, one without METRICS_PORT
 // and one with it and scraped every second as Prometheus would (more often than its usual 15 s),
 // both loaded at the same time (half the connections each, ten rounds, medians) so whatever else
@@ -77,6 +79,33 @@ const BARE_EXPRESS = `
   app.listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
+/**
+ * The same hello-world on a server made as the service makes its own (http-server.ts): Node's request
+ * classes with the app's prototypes, so Express changes no request's prototype. The goals are ratios
+ * to the usual bare Express above; the ratios to this one are printed beside them, to show what of
+ * the service's figure is that server's and what is the service's own work.
+ */
+const BARE_EXPRESS_OWN_CLASSES = `
+  const http = require('node:http');
+  const express = require('express');
+  const app = express();
+  app.get('/hello', (req, res) => res.json({ hello: 'world' }));
+  function ExpressRequest(socket) { http.IncomingMessage.call(this, socket); }
+  ExpressRequest.prototype = app.request;
+  function ExpressResponse(req, options) { http.ServerResponse.call(this, req, options); }
+  ExpressResponse.prototype = app.response;
+  http.createServer({ IncomingMessage: ExpressRequest, ServerResponse: ExpressResponse }, app).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+async function loadBare(name: string, source: string): Promise<Measurement> {
+  const port = await freePort();
+  const bare = run(['-e', source], { PORT: String(port) });
+  await waitReady(`http://127.0.0.1:${port}/hello`, bare);
+  const measured = await load(name, { url: `http://127.0.0.1:${port}/hello` });
+  await stop(bare);
+  return measured;
+}
+
 async function main(): Promise<void> {
   const only = process.env.BENCH_ONLY;
   const costs = [METRICS_COST, REQUEST_LOG_COST];
@@ -84,11 +113,8 @@ async function main(): Promise<void> {
     throw new Error(`BENCH_ONLY is ${only}; it takes ${costs.map((cost) => cost.name).join(' or ')}`);
   }
   console.log(`API benchmark: autocannon, ${connections} connections, ${seconds} s per endpoint, Node ${process.version}`);
-  const barePort = await freePort();
-  const bare = run(['-e', BARE_EXPRESS], { PORT: String(barePort) });
-  await waitReady(`http://127.0.0.1:${barePort}/hello`, bare);
-  const baseline = await load('bare Express 5 GET /hello', { url: `http://127.0.0.1:${barePort}/hello` });
-  await stop(bare);
+  const baseline = await loadBare('bare Express 5 GET /hello', BARE_EXPRESS);
+  const ownClasses = only ? null : await loadBare("the same, on the service's kind of server", BARE_EXPRESS_OWN_CLASSES);
 
   const dir = mkdtempSync(join(tmpdir(), 'civ-bench-'));
   const services: BenchService[] = [];
@@ -104,7 +130,7 @@ async function main(): Promise<void> {
       for (const endpoint of endpointsOf(service)) results.push(await load(endpoint.name, endpoint.options));
       const peakMb = rss.stop() / 1024;
       await stop(service.child);
-      printRatios(database.label, baseline, results, peakMb);
+      printRatios(database.label, baseline, ownClasses!, results, peakMb);
     }
     for (const cost of costs) if (!only || only === cost.name) await costOf(dir, services, cost);
   } finally {
@@ -119,7 +145,7 @@ const GOALS: Record<string, number> = {
   'POST /verifications (synthetic creator)': 0.2,
 };
 
-function printRatios(database: string, baseline: Measurement, results: Measurement[], peakRssMb: number): void {
+function printRatios(database: string, baseline: Measurement, ownClasses: Measurement, results: Measurement[], peakRssMb: number): void {
   // The latency goal is relative too: at most twice bare Express's p99 in the same run.
   const p99Goal = 2 * baseline.p99;
   console.log(`\nThe service on ${database}`);
@@ -133,6 +159,10 @@ function printRatios(database: string, baseline: Measurement, results: Measureme
       `${r.name.padEnd(42)} ${r.rps.toFixed(0).padStart(9)} ${String(r.p99).padStart(7)} ${ratio.toFixed(2).padStart(6)}  ≥${goal.toFixed(2)} p99≤${String(p99Goal).padEnd(4)} ${verdict.padEnd(6)} ${r.errors}`,
     );
   }
+  console.log(
+    `${ownClasses.name.padEnd(42)} ${ownClasses.rps.toFixed(0).padStart(9)} ${String(ownClasses.p99).padStart(7)} ${(ownClasses.rps / baseline.rps).toFixed(2).padStart(6)}`,
+  );
+  console.log(`  the service's ratios to it: ${results.map((r) => `${r.name} ${(r.rps / ownClasses.rps).toFixed(2)}`).join(', ')}`);
   console.log(`peak RSS of the service process under this load: ${peakRssMb.toFixed(0)} MB (goal ≤ 250 MB) ${peakRssMb <= 250 ? 'met' : 'MISSED'}`);
 }
 

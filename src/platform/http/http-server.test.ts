@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { Agent, request } from 'node:http';
+import { execFile } from 'node:child_process';
+import { Agent, IncomingMessage, request, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
+import { promisify } from 'node:util';
 import express from 'express';
 import { createHttpServer } from './http-server.ts';
 import { RateLimits } from './rate-limit.ts';
@@ -65,5 +67,90 @@ describe('the HTTP server: timeouts and draining', () => {
     await assert.rejects(get('/quick'), 'new connections are refused while draining');
     agent.destroy();
     server.closeAllConnections();
+  });
+});
+
+describe("the HTTP server: an Express app's own request objects", () => {
+  const rateLimits = new RateLimits({ dialect: 'sqlite', knex: undefined as never });
+
+  it("makes each request with the app's request and response prototypes, still Node's own request and response", async () => {
+    const prototypes = { request: Object.create(IncomingMessage.prototype) as object, response: Object.create(ServerResponse.prototype) as object };
+    let seen: Record<string, unknown> = {};
+    const listener = Object.assign((req: IncomingMessage, res: ServerResponse) => {
+      seen = {
+        requestPrototype: Object.getPrototypeOf(req) === prototypes.request,
+        responsePrototype: Object.getPrototypeOf(res) === prototypes.response,
+        isIncomingMessage: req instanceof IncomingMessage,
+        isServerResponse: res instanceof ServerResponse,
+        url: req.url,
+        header: req.headers['x-probe'],
+      };
+      res.end('ok');
+    }, prototypes);
+    const { server } = createHttpServer(listener, { rateLimits });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const answer = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/path?q=1`, { headers: { 'x-probe': 'yes' } });
+    assert.equal(await answer.text(), 'ok');
+    assert.deepEqual(seen, {
+      requestPrototype: true,
+      responsePrototype: true,
+      isIncomingMessage: true,
+      isServerResponse: true,
+      url: '/path?q=1',
+      header: 'yes',
+    });
+    server.close();
+  });
+
+  // What the prototypes are for (docs/performance.md): Express's own prototype change on each request
+  // gives each request object a hidden class of its own, which V8 shows only to natives syntax, so the
+  // comparison runs in a child process. The plain `createServer(app)` is the control: the probe sees
+  // the difference there.
+  it("gives concurrent requests of an Express app one hidden class, where Node's plain server gives each its own", async function () {
+    this.timeout(30_000);
+    const probe = `
+      import { createServer } from 'node:http';
+      import express from 'express';
+      import { createHttpServer } from ${JSON.stringify(new URL('./http-server.ts', import.meta.url).href)};
+      import { RateLimits } from ${JSON.stringify(new URL('./rate-limit.ts', import.meta.url).href)};
+      const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)');
+      const verdicts = [];
+      let held;
+      const app = express();
+      // Two requests at a time: the second compares itself with the first while both are in the same place.
+      app.get('/probe', (req, res) => {
+        if (!held) return void (held = { req, res });
+        verdicts.push(sameMap(held.req, req) && sameMap(held.res, res));
+        held.res.json({});
+        held = undefined;
+        res.json({});
+      });
+      const result = {};
+      for (const [name, server] of [['createHttpServer', createHttpServer(app, { rateLimits: new RateLimits({ dialect: 'sqlite' }) }).server], ['createServer', createServer(app)]]) {
+        verdicts.length = 0;
+        server.listen(0, '127.0.0.1');
+        await new Promise((resolve) => server.once('listening', resolve));
+        const url = 'http://127.0.0.1:' + server.address().port + '/probe';
+        for (let pair = 0; pair < 60; pair++) await Promise.all([fetch(url).then((r) => r.text()), fetch(url).then((r) => r.text())]);
+        result[name] = verdicts.slice(20);
+        server.closeAllConnections();
+        server.close();
+      }
+      console.log(JSON.stringify(result));
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--allow-natives-syntax', '--import', 'tsx', '--input-type=module', '-e', probe], {
+      cwd: new URL('../../..', import.meta.url).pathname,
+    });
+    const result = JSON.parse(stdout) as Record<'createHttpServer' | 'createServer', boolean[]>;
+    assert.equal(result.createHttpServer.length, 40);
+    assert.ok(
+      result.createHttpServer.every((same) => same),
+      'requests through createHttpServer share their hidden classes',
+    );
+    assert.ok(
+      result.createServer.every((same) => !same),
+      "the control: through Node's plain server, Express's prototype change gives each request its own",
+    );
   });
 });

@@ -1,4 +1,4 @@
-import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer, IncomingMessage, ServerResponse, type RequestListener, type Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import { anonymousQuotaHeaders, type RateLimits } from './rate-limit.ts';
 
@@ -30,13 +30,21 @@ export interface HttpServer {
   drain: (done: () => void) => void;
 }
 
-export function createHttpServer(app: RequestListener, options: { rateLimits: RateLimits; timeouts?: typeof HTTP_TIMEOUTS }): HttpServer {
+/** What createHttpServer serves: an Express app, or any listener (which then gets Node's own request objects). */
+export type ServedApp = RequestListener & { request?: object; response?: object };
+
+export function createHttpServer(app: ServedApp, options: { rateLimits: RateLimits; timeouts?: typeof HTTP_TIMEOUTS }): HttpServer {
   const timeouts = options.timeouts ?? HTTP_TIMEOUTS;
   let draining = false;
   /** Responses not yet sent: told to close their connection when a drain starts. */
   const unanswered = new Set<ServerResponse>();
   const server = createServer(
-    { connectionsCheckingInterval: timeouts.checkIntervalMs, headersTimeout: timeouts.headersTimeoutMs, requestTimeout: timeouts.requestTimeoutMs },
+    {
+      ...expressRequestClasses(app),
+      connectionsCheckingInterval: timeouts.checkIntervalMs,
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+    },
     (req, res) => {
       if (draining) {
         res.setHeader('Connection', 'close');
@@ -88,4 +96,31 @@ export function createHttpServer(app: RequestListener, options: { rateLimits: Ra
       setTimeout(() => server.closeIdleConnections(), timeouts.drainIdleGraceMs).unref();
     },
   };
+}
+
+/**
+ * Node's request and response classes with the Express app's own prototypes (`app.request`,
+ * `app.response`), so each request object is made an Express request from the start. Express sets
+ * those prototypes on every request object as it enters (`Object.setPrototypeOf`), which gives each
+ * one a hidden class of its own: every property read or write on a request or response, in Express,
+ * the validator, Node's HTTP code and ours, then misses V8's inline caches and is looked up the slow
+ * way. With the prototype already in place Express's `setPrototypeOf` changes nothing, and all
+ * requests share their hidden classes (expressjs/express#5998; docs/performance.md: `GET
+ * /verifications/{id}` from 4,000 to 9,000 requests per second). Node declares both classes as
+ * constructor functions, which is what makes `call` valid (`Reflect.construct` would be valid for
+ * a class too, but gave each object its own hidden class again); the server's tests fail if that changes.
+ */
+function expressRequestClasses(app: ServedApp): { IncomingMessage?: typeof IncomingMessage; ServerResponse?: typeof ServerResponse } {
+  if (!app.request || !app.response) return {};
+  const initRequest = IncomingMessage as unknown as (this: IncomingMessage, socket: Socket) => void;
+  const initResponse = ServerResponse as unknown as (this: ServerResponse, req: IncomingMessage, options?: object) => void;
+  function ExpressRequest(this: IncomingMessage, socket: Socket): void {
+    initRequest.call(this, socket);
+  }
+  ExpressRequest.prototype = app.request;
+  function ExpressResponse(this: ServerResponse, req: IncomingMessage, options?: object): void {
+    initResponse.call(this, req, options);
+  }
+  ExpressResponse.prototype = app.response;
+  return { IncomingMessage: ExpressRequest as unknown as typeof IncomingMessage, ServerResponse: ExpressResponse as unknown as typeof ServerResponse };
 }

@@ -80,20 +80,23 @@ const BARE_EXPRESS = `
 `;
 
 /**
- * The same hello-world on a server made as the service makes its own (http-server.ts): Node's request
- * classes with the app's prototypes, so Express changes no request's prototype. The goals are ratios
- * to the usual bare Express above; the ratios to this one are printed beside them, to show what of
- * the service's figure is that server's and what is the service's own work.
+ * The same hello-world on a server made as the service makes its own (`expressRequestClasses` in
+ * src/platform/http/http-server.ts, written again here for a plain node process): request and
+ * response classes that become the app's prototypes, so Express changes no request's prototype. The
+ * goals are ratios to the usual bare Express above; the ratios to this one are printed beside them,
+ * to show what of the service's figure is that server's and what is the service's own work.
  */
 const BARE_EXPRESS_OWN_CLASSES = `
   const http = require('node:http');
   const express = require('express');
   const app = express();
   app.get('/hello', (req, res) => res.json({ hello: 'world' }));
-  function ExpressRequest(socket) { http.IncomingMessage.call(this, socket); }
-  ExpressRequest.prototype = app.request;
-  function ExpressResponse(req, options) { http.ServerResponse.call(this, req, options); }
-  ExpressResponse.prototype = app.response;
+  class ExpressRequest extends http.IncomingMessage {}
+  Object.setPrototypeOf(ExpressRequest.prototype, app.request);
+  class ExpressResponse extends http.ServerResponse {}
+  Object.setPrototypeOf(ExpressResponse.prototype, app.response);
+  app.request = ExpressRequest.prototype;
+  app.response = ExpressResponse.prototype;
   http.createServer({ IncomingMessage: ExpressRequest, ServerResponse: ExpressResponse }, app).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
@@ -114,7 +117,6 @@ async function main(): Promise<void> {
   }
   console.log(`API benchmark: autocannon, ${connections} connections, ${seconds} s per endpoint, Node ${process.version}`);
   const baseline = await loadBare('bare Express 5 GET /hello', BARE_EXPRESS);
-  const ownClasses = only ? null : await loadBare("the same, on the service's kind of server", BARE_EXPRESS_OWN_CLASSES);
 
   const dir = mkdtempSync(join(tmpdir(), 'civ-bench-'));
   const services: BenchService[] = [];
@@ -122,15 +124,18 @@ async function main(): Promise<void> {
   if (process.env.BENCH_DATABASE_URL) databases.push({ label: 'PostgreSQL', url: process.env.BENCH_DATABASE_URL });
   try {
     // BENCH_ONLY=metrics or BENCH_ONLY=request-log: that cost alone.
-    for (const database of only ? [] : databases) {
-      const service = await startBenchService(dir, 'service', { DATABASE_URL: database.url });
-      services.push(service);
-      const rss = watchPeakRss(service.child.pid!);
-      const results: Measurement[] = [];
-      for (const endpoint of endpointsOf(service)) results.push(await load(endpoint.name, endpoint.options));
-      const peakMb = rss.stop() / 1024;
-      await stop(service.child);
-      printRatios(database.label, baseline, ownClasses!, results, peakMb);
+    if (!only) {
+      const ownClasses = await loadBare("the same, on the service's kind of server", BARE_EXPRESS_OWN_CLASSES);
+      for (const database of databases) {
+        const service = await startBenchService(dir, 'service', { DATABASE_URL: database.url });
+        services.push(service);
+        const rss = watchPeakRss(service.child.pid!);
+        const results: Measurement[] = [];
+        for (const endpoint of endpointsOf(service)) results.push(await load(endpoint.name, endpoint.options));
+        const peakMb = rss.stop() / 1024;
+        await stop(service.child);
+        printRatios(database.label, baseline, ownClasses, results, peakMb);
+      }
     }
     for (const cost of costs) if (!only || only === cost.name) await costOf(dir, services, cost);
   } finally {
@@ -160,7 +165,7 @@ function printRatios(database: string, baseline: Measurement, ownClasses: Measur
     );
   }
   console.log(
-    `${ownClasses.name.padEnd(42)} ${ownClasses.rps.toFixed(0).padStart(9)} ${String(ownClasses.p99).padStart(7)} ${(ownClasses.rps / baseline.rps).toFixed(2).padStart(6)}`,
+    `${ownClasses.name.padEnd(42)} ${ownClasses.rps.toFixed(0).padStart(9)} ${String(ownClasses.p99).padStart(7)} ${(ownClasses.rps / baseline.rps).toFixed(2).padStart(6)}${' '.repeat(24)}${ownClasses.errors}`,
   );
   console.log(`  the service's ratios to it: ${results.map((r) => `${r.name} ${(r.rps / ownClasses.rps).toFixed(2)}`).join(', ')}`);
   console.log(`peak RSS of the service process under this load: ${peakRssMb.toFixed(0)} MB (goal ≤ 250 MB) ${peakRssMb <= 250 ? 'met' : 'MISSED'}`);

@@ -98,29 +98,40 @@ export function createHttpServer(app: ServedApp, options: { rateLimits: RateLimi
   };
 }
 
+type RequestClasses = { IncomingMessage: typeof IncomingMessage; ServerResponse: typeof ServerResponse };
+
+/** The classes made for each app, by the request prototype they gave it: made once per app. */
+const classesByPrototype = new WeakMap<object, RequestClasses>();
+
 /**
- * Node's request and response classes with the Express app's own prototypes (`app.request`,
- * `app.response`), so each request object is made an Express request from the start. Express sets
- * those prototypes on every request object as it enters (`Object.setPrototypeOf`), which gives each
- * one a hidden class of its own: every property read or write on a request or response, in Express,
- * the validator, Node's HTTP code and ours, then misses V8's inline caches and is looked up the slow
- * way. With the prototype already in place Express's `setPrototypeOf` changes nothing, and all
- * requests share their hidden classes (expressjs/express#5998; docs/performance.md: `GET
- * /verifications/{id}` from 4,000 to 9,000 requests per second). Node declares both classes as
- * constructor functions, which is what makes `call` valid (`Reflect.construct` would be valid for
- * a class too, but gave each object its own hidden class again); the server's tests fail if that changes.
+ * Request and response classes that make each request object an Express request from the start.
+ * Express sets the prototypes of every request and response as they enter the app
+ * (`Object.setPrototypeOf(req, app.request)`), which in V8 gives each object a hidden class of its
+ * own: every property read or write on a request or response, in Express, the validator, Node's HTTP
+ * code and ours, then misses V8's inline caches and is looked up the slow way. These classes extend
+ * Node's own, and become the app's `request` and `response` (each inheriting from what the app had,
+ * so `req.app` and Express's methods are unchanged): Express's `setPrototypeOf` then finds the
+ * prototype already in place and changes nothing, and requests and responses share their hidden
+ * classes, in V8's fast mode. The fix proposed in expressjs/express#5998; docs/performance.md has the
+ * measurements (`GET /verifications/{id}` at more than twice the requests per second). Functions that
+ * call Node's constructors with the app's objects as their `prototype` left every response in V8's
+ * slower dictionary mode, and `Reflect.construct` gave each object its own hidden class again.
+ * A listener that is not an Express app, or whose prototypes are not Node's, is served as it is.
  */
-function expressRequestClasses(app: ServedApp): { IncomingMessage?: typeof IncomingMessage; ServerResponse?: typeof ServerResponse } {
-  if (!app.request || !app.response) return {};
-  const initRequest = IncomingMessage as unknown as (this: IncomingMessage, socket: Socket) => void;
-  const initResponse = ServerResponse as unknown as (this: ServerResponse, req: IncomingMessage, options?: object) => void;
-  function ExpressRequest(this: IncomingMessage, socket: Socket): void {
-    initRequest.call(this, socket);
-  }
-  ExpressRequest.prototype = app.request;
-  function ExpressResponse(this: ServerResponse, req: IncomingMessage, options?: object): void {
-    initResponse.call(this, req, options);
-  }
-  ExpressResponse.prototype = app.response;
-  return { IncomingMessage: ExpressRequest as unknown as typeof IncomingMessage, ServerResponse: ExpressResponse as unknown as typeof ServerResponse };
+function expressRequestClasses(app: ServedApp): Partial<RequestClasses> {
+  const { request, response } = app;
+  if (!request || !response || !Object.prototype.isPrototypeOf.call(IncomingMessage.prototype, request)) return {};
+  if (!Object.prototype.isPrototypeOf.call(ServerResponse.prototype, response)) return {};
+  const made = classesByPrototype.get(request);
+  if (made) return made;
+  class ExpressRequest extends IncomingMessage {}
+  Object.setPrototypeOf(ExpressRequest.prototype, request);
+  class ExpressResponse extends ServerResponse {}
+  Object.setPrototypeOf(ExpressResponse.prototype, response);
+  app.request = ExpressRequest.prototype;
+  app.response = ExpressResponse.prototype;
+  // Node's declarations make ServerResponse generic in its request type; these are its plain form.
+  const classes = { IncomingMessage: ExpressRequest, ServerResponse: ExpressResponse as typeof ServerResponse };
+  classesByPrototype.set(app.request, classes);
+  return classes;
 }

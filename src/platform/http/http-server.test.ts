@@ -115,14 +115,26 @@ describe("the HTTP server: an Express app's own request objects", () => {
       url: '/path?q=1',
       header: 'yes',
     });
-    // A second server for the same app uses the same classes: the first one's requests keep theirs.
+    // A second server for the same app uses the same classes, and the first one's requests keep theirs.
     const prototypes = { request: listener.request, response: listener.response };
     const second = await serve(listener);
     assert.deepEqual({ request: listener.request, response: listener.response }, prototypes);
-    await (await first.get('/again')).text();
-    assert.equal(seen.requestPrototype, true);
+    for (const server of [first, second]) {
+      seen = {};
+      assert.equal(await (await server.get('/again')).text(), 'ok');
+      assert.deepEqual([seen.requestPrototype, seen.responsePrototype], [true, true]);
+    }
     first.stop();
     second.stop();
+  });
+
+  it('keeps `req.app` and `res.app` for an Express app mounted into another after its server was made', async () => {
+    const app = express();
+    app.get('/which', (req, res) => res.json({ request: req.app === app, response: res.app === app }));
+    const { get, stop } = await serve(app);
+    express().use('/sub', app);
+    assert.deepEqual(await (await get('/which')).json(), { request: true, response: true });
+    stop();
   });
 
   it("serves a listener whose prototypes are not Node's request and response with Node's own classes", async () => {
@@ -154,28 +166,33 @@ describe("the HTTP server: an Express app's own request objects", () => {
       const fast = new Function('a', 'return %HasFastProperties(a)');
       const verdicts = [];
       let held;
+      let onHeld;
       const answer = (res) => res.json({});
-      const app = express();
-      // Two requests at a time: the second compares itself with the first while both are in the same
-      // place. A first request left alone for a second is answered, and the pair counts for nothing.
-      app.get('/probe', (req, res) => {
+      // Two requests at a time: the second is sent once the first is held, and compares itself with
+      // it while both are in the same place.
+      const probed = () => express().get('/probe', (req, res) => {
         if (!held) {
-          const timer = setTimeout(() => { held = undefined; answer(res); }, 1000);
-          return void (held = { req, res, timer });
+          held = { req, res };
+          return onHeld();
         }
-        clearTimeout(held.timer);
         verdicts.push({ request: sameMap(held.req, req), response: sameMap(held.res, res), fast: fast(req) && fast(res) });
         answer(held.res);
         held = undefined;
         answer(res);
       });
       const result = {};
-      for (const [name, server] of [['createHttpServer', createHttpServer(app, { rateLimits: new RateLimits({ dialect: 'sqlite' }) }).server], ['createServer', createServer(app)]]) {
+      for (const [name, server] of [['createHttpServer', createHttpServer(probed(), { rateLimits: new RateLimits({ dialect: 'sqlite' }) }).server], ['createServer', createServer(probed())]]) {
         verdicts.length = 0;
         server.listen(0, '127.0.0.1');
         await new Promise((resolve) => server.once('listening', resolve));
         const url = 'http://127.0.0.1:' + server.address().port + '/probe';
-        for (let pair = 0; pair < 60; pair++) await Promise.all([fetch(url).then((r) => r.text()), fetch(url).then((r) => r.text())]);
+        const text = () => fetch(url).then((r) => r.text());
+        for (let pair = 0; pair < 60; pair++) {
+          const firstHeld = new Promise((resolve) => (onHeld = resolve));
+          const first = text();
+          await firstHeld;
+          await Promise.all([first, text()]);
+        }
         result[name] = verdicts.slice(20);
         server.closeAllConnections();
         server.close();

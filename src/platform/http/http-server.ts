@@ -123,10 +123,15 @@ function expressRequestClasses(app: ServedApp): Partial<RequestClasses> {
   if (!request || !response || !Object.prototype.isPrototypeOf.call(IncomingMessage.prototype, request)) return {};
   if (!Object.prototype.isPrototypeOf.call(ServerResponse.prototype, response)) return {};
   const made = classesByPrototype.get(request);
-  if (made) return made;
+  if (made && made.ServerResponse.prototype === response) return made;
   class ExpressRequest extends IncomingMessage {}
-  Object.setPrototypeOf(ExpressRequest.prototype, request);
   class ExpressResponse extends ServerResponse {}
+  // The app's own properties (its `app`) on the classes' prototypes too: mounted into another app,
+  // Express sets the parent's request as the prototype of the app's request, which then no longer
+  // leads to the original's.
+  Object.defineProperties(ExpressRequest.prototype, Object.getOwnPropertyDescriptors(request));
+  Object.setPrototypeOf(ExpressRequest.prototype, request);
+  Object.defineProperties(ExpressResponse.prototype, Object.getOwnPropertyDescriptors(response));
   Object.setPrototypeOf(ExpressResponse.prototype, response);
   app.request = ExpressRequest.prototype;
   app.response = ExpressResponse.prototype;

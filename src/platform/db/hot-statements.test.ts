@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
+import { lockOut, walFileWithOneRow } from '../../../test/support/sqlite-files.ts';
 import { hotStatement, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
 
 describe('hot reads on SQLite', function () {
@@ -20,11 +19,7 @@ describe('hot reads on SQLite', function () {
     });
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'civ-hot-'));
-    file = join(dir, 'hot.sqlite');
-    const setup = new BetterSqlite3(file);
-    setup.exec('PRAGMA journal_mode = WAL; create table t (a integer); insert into t values (1)');
-    setup.close();
+    ({ dir, file } = walFileWithOneRow('civ-hot-'));
     errorsCounted = [];
     hot = openHot(5000);
   });
@@ -61,15 +56,8 @@ describe('hot reads on SQLite', function () {
     assert.deepEqual(rows[0], { a: 2, b: null, ten: 20, absent: null });
   });
 
-  /** A connection of the same library in exclusive locking mode keeps the readers out (SQLITE_BUSY), even under WAL, as a recovery of the WAL would. */
-  const lockOut = () => {
-    const holder = new BetterSqlite3(file);
-    holder.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; insert into t values (2)');
-    return holder;
-  };
-
   it('a read that finds the database locked waits off the event loop, and answers once it is free', async () => {
-    const holder = lockOut();
+    const holder = lockOut(file);
     let turns = 0;
     const ticking = setInterval(() => turns++, 10);
     try {
@@ -89,7 +77,7 @@ describe('hot reads on SQLite', function () {
 
   it('a read still locked out after the busy timeout fails with SQLITE_BUSY, counted', async () => {
     const impatient = openHot(200);
-    const holder = lockOut();
+    const holder = lockOut(file);
     try {
       await assert.rejects(impatient.rows(count, [0]), (error: { code?: string }) => error.code === 'SQLITE_BUSY');
       assert.equal(errorsCounted.length, 1);

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import knex, { type Knex } from 'knex';
+import { lockOut, walFileWithOneRow } from '../../../test/support/sqlite-files.ts';
 import { isDatabaseUnavailable } from './database.ts';
 import { waitingSqliteReader } from './sqlite-reader.ts';
 
@@ -21,19 +20,9 @@ describe('the SQLite read pool on better-sqlite3', function () {
       pool: { min: 1, max: 2 },
     });
   const count = async () => Number((await reader('t').count({ n: '*' }).first())?.n);
-  /** A connection in exclusive locking mode, as a process recovering the WAL would hold the file. */
-  const lockOut = () => {
-    const holder = new BetterSqlite3(file);
-    holder.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; insert into t values (2)');
-    return holder;
-  };
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'civ-reader-'));
-    file = join(dir, 'reader.sqlite');
-    const setup = new BetterSqlite3(file);
-    setup.exec('PRAGMA journal_mode = WAL; create table t (a integer); insert into t values (1)');
-    setup.close();
+    ({ dir, file } = walFileWithOneRow('civ-reader-'));
   });
   afterEach(async () => {
     await reader.destroy();
@@ -42,7 +31,7 @@ describe('the SQLite read pool on better-sqlite3', function () {
 
   it('reads on the writer’s copy of SQLite: while a connection of this process holds the database, a read waits off the event loop, then answers', async () => {
     reader = openReader(5000);
-    const holder = lockOut();
+    const holder = lockOut(file);
     let turns = 0;
     const ticking = setInterval(() => turns++, 10);
     try {
@@ -63,7 +52,7 @@ describe('the SQLite read pool on better-sqlite3', function () {
 
   it('gives up after its busy timeout with SQLITE_BUSY, which answers 503', async () => {
     reader = openReader(200);
-    const holder = lockOut();
+    const holder = lockOut(file);
     try {
       await assert.rejects(count(), (error: { code?: string }) => error.code === 'SQLITE_BUSY' && isDatabaseUnavailable(error));
     } finally {

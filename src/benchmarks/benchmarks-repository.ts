@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Knex } from 'knex';
 import { chunks } from '../platform/db/chunks.ts';
+import { fixedInsertOf, runFixed, type FixedStatement } from '../platform/db/fixed-statements.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { BenchmarkMetricName, Distribution } from './scales.ts';
 
@@ -47,6 +48,26 @@ const SHARD_TABLES = { buckets: 'benchmark_bucket_shards', lenders: 'benchmark_l
 /** Where a shard's counters live, and what names the shard in their rows. */
 function counterTables(shard: number): { buckets: string; lenders: string; shardColumn: Record<string, number>; shardKey: string[] } {
   return shard === 0 ? { ...ORIGINAL_TABLES, shardColumn: {}, shardKey: [] } : { ...SHARD_TABLES, shardColumn: { shard }, shardKey: ['shard'] };
+}
+
+// Every creation counts its tape with these (fixed-statements.ts says why they are written out).
+const INSERT_MEMBERS = fixedInsertOf(
+  'benchmark_members',
+  ['verification_id', 'lender_id', 'product_type', 'buckets', 'shard'],
+  'on conflict ("verification_id") do nothing returning "verification_id"',
+);
+
+/** The upsert that adds each row's `tapes` to its counter, per table and columns (the same few every time). */
+const increments = new Map<string, (count: number) => FixedStatement>();
+function incrementOf(table: string, columns: string[], conflict: string[]): (count: number) => FixedStatement {
+  const key = `${table}(${columns.join()})(${conflict.join()})`;
+  let statement = increments.get(key);
+  if (!statement) {
+    const on = conflict.map((column) => `"${column}"`).join(', ');
+    statement = fixedInsertOf(table, columns, `on conflict (${on}) do update set "tapes" = "${table}"."tapes" + excluded."tapes"`);
+    increments.set(key, statement);
+  }
+  return statement;
 }
 
 /** The only code that reads or writes the benchmark aggregates. */
@@ -218,19 +239,11 @@ export class BenchmarksRepository {
     const shard = this.shardFor(trx);
     const inserted = new Set<string>();
     for (const chunk of chunks(candidates, 200)) {
-      const rows = await trx('benchmark_members')
-        .insert(
-          chunk.map((m) => ({
-            verification_id: m.verificationId,
-            lender_id: m.lenderId,
-            product_type: m.productType,
-            buckets: JSON.stringify(m.buckets),
-            shard,
-          })),
-        )
-        .onConflict('verification_id')
-        .ignore()
-        .returning<Array<{ verification_id: string }>>('verification_id');
+      const rows = await runFixed<{ verification_id: string }>(
+        trx,
+        INSERT_MEMBERS(chunk.length),
+        chunk.flatMap((m) => [m.verificationId, m.lenderId, m.productType, JSON.stringify(m.buckets), shard]),
+      );
       for (const row of rows) inserted.add(row.verification_id);
     }
     for (const member of candidates) if (inserted.has(member.verificationId)) changes.count(shard, member.productType, member.lenderId, member.buckets, +1);
@@ -293,11 +306,13 @@ class CounterChanges {
         continue;
       }
       // Chunked under SQLite's limit of bound values.
+      const columns = Object.keys(rows[0]!);
       for (const chunk of chunks(rows, 200)) {
-        await trx(table)
-          .insert(chunk)
-          .onConflict(conflict)
-          .merge({ tapes: trx.raw('??.tapes + excluded.tapes', [table]) });
+        await runFixed(
+          trx as Knex.Transaction,
+          incrementOf(table, columns, conflict)(chunk.length),
+          chunk.flatMap((row) => columns.map((column) => row[column]!)),
+        );
       }
     }
   }

@@ -6,6 +6,7 @@ import type { ScoredTape } from './scoring.ts';
 import type { Dialect } from '../platform/db/database.ts';
 import { inUnitOfWork, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
+import { fixedInsertOf, fixedStatement, runFixed } from '../platform/db/fixed-statements.ts';
 import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
 import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platform/events/outbox.ts';
 import type { JobQueue } from '../platform/jobs/job-queue.ts';
@@ -199,6 +200,30 @@ export function toResource(record: VerificationRecord, connectionStatus: Readonl
   return resource;
 }
 
+// A creation's statements, written out once (fixed-statements.ts says why).
+const INSERT_VERIFICATION = fixedStatement(`
+  insert into "verifications" ("id", "lender_id", "obligor_reference", "creator_platforms", "lender_name", "product_type",
+    "declared_monthly_obligations_eur", "status", "consent_token_hash", "consent_url", "consent_token_sealed", "expires_at",
+    "created_at", "updated_at", "completed_at", "tape_schema_version")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+const UPSERT_CONNECTIONS = fixedInsertOf(
+  'platform_connections',
+  ['verification_id', 'platform', 'status', 'updated_at', 'revoked_at'],
+  'on conflict ("verification_id", "platform") do update set "status" = excluded."status", "updated_at" = excluded."updated_at", "revoked_at" = excluded."revoked_at"',
+);
+const INSERT_TRANSITION = fixedStatement(`
+  insert into "verification_transitions" ("verification_id", "from_status", "to_status", "trigger", "reason", "at") values (?, ?, ?, ?, ?, ?)`);
+const INSERT_EVENT = fixedStatement(`
+  insert into "events" ("id", "lender_id", "verification_id", "name", "payload", "occurred_at") values (?, ?, ?, ?, ?, ?) returning "sequence"`);
+const UPSERT_TAPE = fixedStatement(`
+  insert into "tapes" ("verification_id", "tape", "generated_at", "scoring_input") values (?, ?, ?, ?)
+  on conflict ("verification_id") do update set "tape" = excluded."tape", "generated_at" = excluded."generated_at", "scoring_input" = excluded."scoring_input"`);
+const CLAIM_IDEMPOTENCY_KEY = fixedStatement(`
+  insert into "idempotency_keys" ("lender_id", "idempotency_key", "request_fingerprint", "created_at", "expires_at") values (?, ?, ?, ?, ?)
+  on conflict ("lender_id", "idempotency_key") do nothing returning "idempotency_key"`);
+const STORE_IDEMPOTENT_RESPONSE = fixedStatement(`
+  update "idempotency_keys" set "response_status" = ?, "response_body" = ?, "verification_id" = ? where "lender_id" = ? and "idempotency_key" = ?`);
+
 /**
  * Reads and writes of one unit of work. Everything a state change triggers (transition row, event,
  * tape, jobs) goes through one store so it commits or rolls back together.
@@ -226,48 +251,37 @@ export class VerificationStore {
    */
   async insert(verification: NewVerification, connections: Array<{ platform: Platform; status: ConnectionStatus }>): Promise<void> {
     this.insertedHere.set(verification.id, verification.status);
-    await writeWithNextStatement(
-      this.trx,
-      this.trx('verifications').insert({
-        id: verification.id,
-        lender_id: verification.lenderId,
-        obligor_reference: verification.obligorReference,
-        creator_platforms: JSON.stringify(verification.creatorPlatforms),
-        lender_name: verification.lenderName,
-        product_type: verification.productType,
-        declared_monthly_obligations_eur: verification.declaredMonthlyObligationsEur,
-        status: verification.status,
-        consent_token_hash: verification.consentTokenHash,
-        consent_url: '',
-        consent_token_sealed: this.links.seal(verification.consentToken),
-        expires_at: verification.expiresAt,
-        created_at: verification.createdAt,
-        updated_at: verification.createdAt,
-        completed_at: verification.completedAt,
-        tape_schema_version: verification.tapeSchemaVersion,
-      }),
-    );
+    await writeWithNextStatement(this.trx, {
+      fixed: INSERT_VERIFICATION,
+      bindings: [
+        verification.id,
+        verification.lenderId,
+        verification.obligorReference,
+        JSON.stringify(verification.creatorPlatforms),
+        verification.lenderName,
+        verification.productType,
+        verification.declaredMonthlyObligationsEur,
+        verification.status,
+        verification.consentTokenHash,
+        '',
+        this.links.seal(verification.consentToken),
+        verification.expiresAt,
+        verification.createdAt,
+        verification.createdAt,
+        verification.completedAt,
+        verification.tapeSchemaVersion,
+      ],
+    });
     await this.setConnections(verification.id, connections, verification.createdAt);
   }
 
   async setConnections(verificationId: string, connections: Array<{ platform: Platform; status: ConnectionStatus }>, at: string): Promise<void> {
     if (connections.length === 0) return;
-    await writeWithNextStatement(
-      this.trx,
-      this.trx('platform_connections')
-        .insert(
-          connections.map((c) => ({
-            verification_id: verificationId,
-            platform: c.platform,
-            status: c.status,
-            updated_at: at,
-            // When access ended, for the data-protection report.
-            revoked_at: c.status === 'revoked' || c.status === 'error' ? at : null,
-          })),
-        )
-        .onConflict(['verification_id', 'platform'])
-        .merge(['status', 'updated_at', 'revoked_at']),
-    );
+    await writeWithNextStatement(this.trx, {
+      fixed: UPSERT_CONNECTIONS(connections.length),
+      // When access ended (revoked_at), for the data-protection report.
+      bindings: connections.flatMap((c) => [verificationId, c.platform, c.status, at, c.status === 'revoked' || c.status === 'error' ? at : null]),
+    });
   }
 
   /** The lender's verifications among `ids`, locked (on PostgreSQL) until the transaction ends. */
@@ -334,17 +348,10 @@ export class VerificationStore {
       const updated = await this.trx('verifications').where({ id: verificationId, status: transition.from }).update(columns);
       if (updated !== 1) throw new Error(`verification ${verificationId} is no longer ${transition.from}`);
     }
-    await writeWithNextStatement(
-      this.trx,
-      this.trx('verification_transitions').insert({
-        verification_id: verificationId,
-        from_status: transition.from,
-        to_status: transition.to,
-        trigger: transition.trigger,
-        reason: change.reason,
-        at: change.at,
-      }),
-    );
+    await writeWithNextStatement(this.trx, {
+      fixed: INSERT_TRANSITION,
+      bindings: [verificationId, transition.from, transition.to, transition.trigger, change.reason, change.at],
+    });
   }
 
   /** Stores the event with its exact body bytes (what is signed and sent) and publishes it to the outbox's subscribers. */
@@ -357,17 +364,15 @@ export class VerificationStore {
     occurredAt: string;
   }): Promise<void> {
     const body = JSON.stringify(event.body);
-    const [inserted] = await this.trx('events')
-      .insert({
-        id: event.id,
-        lender_id: event.lenderId,
-        verification_id: event.verificationId,
-        name: event.name,
-        payload: body,
-        occurred_at: event.occurredAt,
-      })
-      .returning<Array<{ sequence: number | string } | number>>('sequence');
-    const sequence = Number(typeof inserted === 'object' ? inserted.sequence : inserted);
+    const [inserted] = await runFixed<{ sequence: number | string }>(this.trx, INSERT_EVENT, [
+      event.id,
+      event.lenderId,
+      event.verificationId,
+      event.name,
+      body,
+      event.occurredAt,
+    ]);
+    const sequence = Number(inserted!.sequence);
     const recorded: RecordedEvent = {
       id: event.id,
       lenderId: event.lenderId,
@@ -382,18 +387,10 @@ export class VerificationStore {
 
   /** Stores the tape with the income it was scored from, and tells the tape listeners (peer benchmarks). */
   async saveTape(verification: { id: string; lenderId: string }, scored: ScoredTape, generatedAt: string): Promise<void> {
-    await writeWithNextStatement(
-      this.trx,
-      this.trx('tapes')
-        .insert({
-          verification_id: verification.id,
-          tape: JSON.stringify(scored.tape),
-          generated_at: generatedAt,
-          scoring_input: JSON.stringify(scored.platforms),
-        })
-        .onConflict('verification_id')
-        .merge(['tape', 'generated_at', 'scoring_input']),
-    );
+    await writeWithNextStatement(this.trx, {
+      fixed: UPSERT_TAPE,
+      bindings: [verification.id, JSON.stringify(scored.tape), generatedAt, JSON.stringify(scored.platforms)],
+    });
     for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, scored.tape);
   }
 
@@ -454,12 +451,7 @@ export class VerificationStore {
    * PostgreSQL a concurrent request with the same key waits here until the first one commits.
    */
   async claimIdempotencyKey(lenderId: string, key: string, fingerprint: string, now: string, expiresAt: string): Promise<IdempotencyRecord | null> {
-    const insert = () =>
-      this.trx('idempotency_keys')
-        .insert({ lender_id: lenderId, idempotency_key: key, request_fingerprint: fingerprint, created_at: now, expires_at: expiresAt })
-        .onConflict(['lender_id', 'idempotency_key'])
-        .ignore()
-        .returning('idempotency_key');
+    const insert = () => runFixed(this.trx, CLAIM_IDEMPOTENCY_KEY, [lenderId, key, fingerprint, now, expiresAt]);
     if ((await insert()).length === 1) return null;
     const row = await this.trx<IdempotencyRow>('idempotency_keys').where({ lender_id: lenderId, idempotency_key: key }).first();
     if (!row) throw new Error(`idempotency key ${key} vanished while claimed`);
@@ -479,12 +471,7 @@ export class VerificationStore {
   }
 
   async storeIdempotentResponse(lenderId: string, key: string, status: number, body: unknown, verificationId: string): Promise<void> {
-    await writeWithNextStatement(
-      this.trx,
-      this.trx('idempotency_keys')
-        .where({ lender_id: lenderId, idempotency_key: key })
-        .update({ response_status: status, response_body: JSON.stringify(body), verification_id: verificationId }),
-    );
+    await writeWithNextStatement(this.trx, { fixed: STORE_IDEMPOTENT_RESPONSE, bindings: [status, JSON.stringify(body), verificationId, lenderId, key] });
   }
 }
 

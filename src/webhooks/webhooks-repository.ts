@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../platform/db/database.ts';
 import { chunks } from '../platform/db/chunks.ts';
+import { fixedStatement, runFixed } from '../platform/db/fixed-statements.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
@@ -170,6 +171,9 @@ export const ANY_DELIVERY_DUE = hotStatement(
      or exists (select 1 from webhook_deliveries where status = 'sending' and locked_until < ?)`,
 );
 
+/** Read by every event a state change records (fixed-statements.ts). */
+const LIVE_ENDPOINTS_OF_LENDER = fixedStatement('select * from "webhook_endpoints" where "lender_id" = ? and "deleted_at" is null');
+
 /** The only code that reads or writes webhook endpoints and deliveries. */
 export class WebhooksRepository {
   /** `hot` serves the sender's look before each claim; it defaults to statements through the writer. */
@@ -237,7 +241,7 @@ export class WebhooksRepository {
 
   /** Endpoints of the lender subscribed to the event, read in the unit of work that records it. */
   async subscribedEndpoints(unit: UnitOfWork, lenderId: string, eventName: string): Promise<WebhookEndpoint[]> {
-    const rows = await transactionOf(unit)<EndpointRow>('webhook_endpoints').where({ lender_id: lenderId }).whereNull('deleted_at');
+    const rows = await runFixed<EndpointRow>(transactionOf(unit), LIVE_ENDPOINTS_OF_LENDER, [lenderId]);
     return rows.map(toEndpoint).filter((endpoint) => endpoint.events.includes(eventName));
   }
 

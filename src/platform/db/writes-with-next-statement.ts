@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
+import { runFixed, type Binding, type FixedStatement } from './fixed-statements.ts';
 
 /**
  * Writes nothing waits for, sent on PostgreSQL with the transaction's next statement. A creation
@@ -21,18 +22,31 @@ import type { Knex } from 'knex';
  * On SQLite (a synchronous library in the process, no round trip to save), or outside a
  * transaction, the write runs at once.
  */
-export async function writeWithNextStatement(trx: Knex, write: Knex.QueryBuilder): Promise<void> {
+export async function writeWithNextStatement(trx: Knex, write: Knex.QueryBuilder | FixedWrite): Promise<void> {
   const client = trx.client as Partial<WriteKeeper> & { acquireConnection(): Promise<object> };
+  const open = client.keepWrite && trx.isTransaction && !(trx as Knex.Transaction).isCompleted();
+  if ('fixed' in write) {
+    const { fixed: statement, bindings } = write;
+    if (open && statement.writes !== null) await client.keepWrite!(await client.acquireConnection(), { sql: statement.sql, bindings, table: statement.writes });
+    else await runFixed(trx as Knex.Transaction, statement, bindings);
+    return;
+  }
   // Compiled only where it can be kept: Knex compiles the write again when it runs. A write on a
   // transaction that has ended runs, so that Knex refuses it as it refuses any statement there: the
   // connection may already be another transaction's.
-  const compiled = client.keepWrite && trx.isTransaction && !(trx as Knex.Transaction).isCompleted() ? write.toSQL() : null;
+  const compiled = open ? write.toSQL() : null;
   const table = compiled && !Array.isArray(compiled) ? /^(?:insert into|update|delete from) "([^"]+)"/.exec(compiled.sql)?.[1] : undefined;
   if (!client.keepWrite || !compiled || table === undefined) {
     await write;
     return;
   }
   await client.keepWrite(await client.acquireConnection(), { sql: compiled.sql, bindings: compiled.bindings, table });
+}
+
+/** A fixed statement (fixed-statements.ts) with its bindings. */
+export interface FixedWrite {
+  fixed: FixedStatement;
+  bindings: Binding[];
 }
 
 interface KeptWrite {

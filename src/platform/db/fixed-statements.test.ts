@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
+import { openDatabase, type Database } from './database.ts';
+import { fixedInsertOf, fixedStatement, runFixed } from './fixed-statements.ts';
+import { writeWithNextStatement } from './writes-with-next-statement.ts';
+
+describe('fixed statements', () => {
+  it('marks a write without returning as one that can wait for the next statement, and names its table', () => {
+    assert.equal(fixedStatement('insert into "a" ("x") values (?)').writes, 'a');
+    assert.equal(fixedStatement('  update "b"\n   set "x" = ? where "y" = ?').writes, 'b');
+    assert.equal(fixedStatement('delete from "c" where "x" = ?').writes, 'c');
+    // Its caller reads what it answers, or it is no write.
+    assert.equal(fixedStatement('insert into "a" ("x") values (?) returning "x"').writes, null);
+    assert.equal(fixedStatement('select * from "a" where "x" = ?').writes, null);
+  });
+
+  it('writes its SQL on one line', () => {
+    assert.equal(fixedStatement('\n  update "b"\n    set "x" = ?\n').sql, 'update "b" set "x" = ?');
+  });
+
+  it('makes an insert of n rows once per n, its placeholders row after row', () => {
+    const insert = fixedInsertOf('t', ['a', 'b'], 'on conflict ("a") do nothing');
+    assert.equal(insert(2).sql, 'insert into "t" ("a", "b") values (?, ?), (?, ?) on conflict ("a") do nothing');
+    assert.equal(insert(1).sql, 'insert into "t" ("a", "b") values (?, ?) on conflict ("a") do nothing');
+    assert.equal(insert(2), insert(2));
+    assert.equal(insert(2).writes, 't');
+  });
+});
+
+for (const factory of testDatabases()) {
+  describe(`fixed statements on ${factory.name}`, () => {
+    let testDb: TestDatabase;
+    let db: Database;
+    let sent: string[] = [];
+    const record = (query: { sql: string }) => sent.push(query.sql);
+    const errors: string[] = [];
+    const recordError = (error: Error) => errors.push(error.message);
+
+    const INSERT = fixedInsertOf('fixed_rows', ['id', 'label'], 'returning "id", "label"');
+    const INSERT_QUIETLY = fixedInsertOf('fixed_rows', ['id', 'label']);
+    const LABELLED = fixedStatement('select "id" from "fixed_rows" where "label" = ? order by "id"');
+
+    before(async () => {
+      testDb = await factory.create();
+      db = openDatabase(testDb.url);
+      await db.migrate();
+      await db.knex.schema.createTable('fixed_rows', (t) => {
+        t.string('id').primary();
+        t.string('label').notNullable();
+      });
+      db.knex.on('query', record);
+      db.knex.on('query-error', recordError);
+    });
+    after(async () => {
+      db.knex.off('query', record);
+      db.knex.off('query-error', recordError);
+      await db.close();
+      await testDb.drop();
+    });
+    beforeEach(async () => {
+      await db.knex('fixed_rows').delete();
+      sent = [];
+      errors.length = 0;
+    });
+    const ids = async () => (await db.knex('fixed_rows').orderBy('id')).map((row: { id: string }) => row.id);
+    const ownStatements = () => sent.filter((sql) => /fixed_rows/.test(sql));
+
+    it("answers a write's returning rows and a select's rows, in the transaction, and commits with it", async () => {
+      const answered = await db.knex.transaction(async (trx) => {
+        const inserted = await runFixed(trx, INSERT(2), ['r1', 'x', 'r2', 'y']);
+        const quiet = await runFixed(trx, INSERT_QUIETLY(1), ['r3', 'x']);
+        return { inserted, quiet, selected: await runFixed(trx, LABELLED, ['x']) };
+      });
+      assert.deepEqual(answered, {
+        inserted: [
+          { id: 'r1', label: 'x' },
+          { id: 'r2', label: 'y' },
+        ],
+        quiet: [],
+        selected: [{ id: 'r1' }, { id: 'r3' }],
+      });
+      assert.deepEqual(await ids(), ['r1', 'r2', 'r3']);
+    });
+
+    it('rolls back with the transaction', async () => {
+      await assert.rejects(
+        db.knex.transaction(async (trx) => {
+          await runFixed(trx, INSERT_QUIETLY(1), ['r1', 'x']);
+          throw new Error('changed its mind');
+        }),
+        /changed its mind/,
+      );
+      assert.deepEqual(await ids(), []);
+    });
+
+    it('is kept for the next statement on PostgreSQL, as a built write is, and runs at once on SQLite', async () => {
+      const selected = await db.knex.transaction(async (trx) => {
+        await writeWithNextStatement(trx, { fixed: INSERT_QUIETLY(1), bindings: ['r1', 'x'] });
+        // Names another table: the kept write travels in front of it.
+        return runFixed(trx, fixedStatement('select "name" from "service_settings" where "name" = ?'), ['none']);
+      });
+      assert.deepEqual(selected, []);
+      const alone = ownStatements().filter((sql) => /^insert/.test(sql.trim()));
+      assert.equal(alone.length, db.dialect === 'postgres' ? 0 : 1, sent.join('\n'));
+      assert.deepEqual(await ids(), ['r1']);
+    });
+
+    it('fails with the statement named and counted as any failed statement, and the transaction keeps nothing', async () => {
+      await assert.rejects(
+        db.knex.transaction(async (trx) => {
+          await runFixed(trx, INSERT_QUIETLY(1), ['r1', 'x']);
+          await runFixed(trx, INSERT_QUIETLY(1), ['r1', 'again']);
+        }),
+        (error: Error) => /insert into "fixed_rows"/.test(error.message),
+      );
+      assert.equal(errors.length, 1, errors.join('\n'));
+      assert.deepEqual(await ids(), []);
+    });
+
+    it('refuses to run outside a transaction, or in one that has ended', async () => {
+      await assert.rejects(runFixed(db.knex as never, LABELLED, ['x']), /runs in a transaction/);
+      let ended: Parameters<typeof runFixed>[0] | undefined;
+      await db.knex.transaction(async (trx) => {
+        ended = trx;
+      });
+      await assert.rejects(runFixed(ended!, INSERT_QUIETLY(1), ['late', 'x']), /Transaction query already complete/);
+      await assert.rejects(writeWithNextStatement(ended!, { fixed: INSERT_QUIETLY(1), bindings: ['late', 'x'] }), /Transaction query already complete/);
+      assert.deepEqual(await ids(), []);
+    });
+  });
+}

@@ -1,0 +1,60 @@
+import type { Knex } from 'knex';
+
+/**
+ * A statement that every creation runs in its transaction, its SQL written out once, with `?`
+ * placeholders and identifiers in double quotes (both dialects read them). Knex's query builder
+ * compiled each of a creation's dozen statements again on every request: under creation load its
+ * compiler took about a tenth of the main thread's busy time, and its builders added to the garbage
+ * collector's (docs/performance.md). A fixed statement still runs through the transaction's Knex
+ * client, so everything a statement gets there it keeps: the transaction's own connection and its
+ * check that the transaction has not ended, the SQLite writer's turns, group commit and waits for
+ * locks, the PostgreSQL writes kept for the next statement, the `query` and `query-error` events
+ * (metrics, the request log) and errors that name the statement.
+ */
+export interface FixedStatement {
+  readonly sql: string;
+  /** The table a write without `returning` changes: such a write may be kept for the next statement (writes-with-next-statement.ts). */
+  readonly writes: string | null;
+}
+
+const WRITE_ALONE = /^(?:insert into|update|delete from) "([^"]+)"/;
+
+export function fixedStatement(sql: string): FixedStatement {
+  const text = sql.replace(/\s+/g, ' ').trim();
+  return { sql: text, writes: /\breturning\b/i.test(text) ? null : (WRITE_ALONE.exec(text)?.[1] ?? null) };
+}
+
+/** Knex's client of a transaction, as fixed statements use it (untyped in Knex's declarations). */
+export interface TransactionClient {
+  acquireConnection(): Promise<object>;
+  query(connection: object, query: { sql: string; bindings: unknown[]; method: 'raw' }): Promise<{ response?: unknown }>;
+}
+
+export type Binding = string | number | null;
+
+/**
+ * Runs the statement in the transaction, and answers its rows (a `select`, or a write's `returning`;
+ * none for a write without it). The rows are each driver's own: better-sqlite3's and node-sqlite3's
+ * arrays, pg's `rows`.
+ */
+export async function runFixed<Row>(trx: Knex.Transaction, statement: FixedStatement, bindings: Binding[]): Promise<Row[]> {
+  // Outside a transaction the connection would be taken from the pool and never given back.
+  if (!trx.isTransaction) throw new Error('a fixed statement runs in a transaction');
+  const client = trx.client as unknown as TransactionClient;
+  const { response } = await client.query(await client.acquireConnection(), { sql: statement.sql, bindings, method: 'raw' });
+  if (Array.isArray(response)) return response as Row[];
+  const rows = (response as { rows?: unknown } | undefined)?.rows;
+  return Array.isArray(rows) ? (rows as Row[]) : [];
+}
+
+/**
+ * An insert of `count` rows of `columns` (`values (?, ?), (?, ?)`, its bindings row after row)
+ * followed by `rest` (an `on conflict` clause, `returning`), for writes whose number of rows varies:
+ * one statement per number of rows, made once.
+ */
+export function fixedInsertOf(table: string, columns: readonly string[], rest = ''): (count: number) => FixedStatement {
+  const made: FixedStatement[] = [];
+  const row = `(${columns.map(() => '?').join(', ')})`;
+  const head = `insert into "${table}" (${columns.map((column) => `"${column}"`).join(', ')}) values`;
+  return (count) => (made[count] ??= fixedStatement(`${head} ${new Array<string>(count).fill(row).join(', ')} ${rest}`));
+}

@@ -443,12 +443,16 @@ export function waitingSqliteWriter(
       if (!connection.memberAlive) {
         throw new BetterSqlite3.SqliteError('this transaction was rolled back by an earlier error and cannot go on', 'SQLITE_ABORT');
       }
-      try {
-        return await this.runWaitingForLocks(connection, session, statement);
-      } catch (error) {
+      const lost = (error: unknown): never => {
         connection.lostGroup(error);
         throw error;
-      }
+      };
+      // At once, and only a statement that finds the database locked waits off the event loop: the
+      // retry's closures and loop cost every one of a creation's statements (docs/performance.md).
+      return super._query(connection.preparingOnce, statement).catch((error: unknown) => {
+        if (!isSqliteBusy(error)) return lost(error);
+        return this.runWaitingForLocks(connection, session, statement).catch(lost);
+      });
     }
 
     private runWaitingForLocks(connection: SharedConnection, session: WriterSession, query: Query): Promise<unknown> {

@@ -251,7 +251,7 @@ export class BenchmarksRepository {
   }
 
   /** Takes the members out of the shards they were counted in. */
-  private async remove(trx: Knex, verificationIds: string[]): Promise<void> {
+  private async remove(trx: Knex.Transaction, verificationIds: string[]): Promise<void> {
     if (verificationIds.length === 0) return;
     const members = await trx<MemberRow>('benchmark_members').whereIn('verification_id', verificationIds);
     if (members.length === 0) return;
@@ -288,7 +288,7 @@ class CounterChanges {
     else this.changes.set(key, { shard, kind, row, delta });
   }
 
-  async apply(trx: Knex): Promise<void> {
+  async apply(trx: Knex.Transaction): Promise<void> {
     // Consecutive increments of one table are one step; each decrement is a step of its own.
     const steps: Array<{ table: string; conflict: string[]; rows: Array<Record<string, string | number>>; delta: number }> = [];
     for (const [, { shard, kind, row, delta }] of [...this.changes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
@@ -309,7 +309,7 @@ class CounterChanges {
       const columns = Object.keys(rows[0]!);
       for (const chunk of chunks(rows, 200)) {
         await runFixed(
-          trx as Knex.Transaction,
+          trx,
           incrementOf(table, columns, conflict)(chunk.length),
           chunk.flatMap((row) => columns.map((column) => row[column]!)),
         );

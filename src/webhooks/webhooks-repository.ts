@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../platform/db/database.ts';
 import { chunks } from '../platform/db/chunks.ts';
-import { fixedStatement, runFixed } from '../platform/db/fixed-statements.ts';
+import { fixedInsertOf, fixedStatement, runFixed } from '../platform/db/fixed-statements.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
@@ -171,8 +171,23 @@ export const ANY_DELIVERY_DUE = hotStatement(
      or exists (select 1 from webhook_deliveries where status = 'sending' and locked_until < ?)`,
 );
 
-/** Read by every event a state change records (fixed-statements.ts). */
+// Every event a state change records runs these (fixed-statements.ts says why they are written out).
 const LIVE_ENDPOINTS_OF_LENDER = fixedStatement('select * from "webhook_endpoints" where "lender_id" = ? and "deleted_at" is null');
+const INSERT_EVENT_BODY = fixedStatement('insert into "webhook_events" ("event_id", "lender_id", "body") values (?, ?, ?)');
+const INSERT_DELIVERIES = fixedInsertOf('webhook_deliveries', [
+  'id',
+  'webhook_id',
+  'lender_id',
+  'event_id',
+  'event_name',
+  'verification_id',
+  'event_sequence',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'replay_of',
+  'created_at',
+]);
 
 /** The only code that reads or writes webhook endpoints and deliveries. */
 export class WebhooksRepository {
@@ -253,31 +268,29 @@ export class WebhooksRepository {
     nextAttemptAt: string,
   ): Promise<void> {
     const trx = transactionOf(unit);
-    await writeWithNextStatement(trx, trx('webhook_events').insert({ event_id: event.id, lender_id: event.lenderId, body: event.body }));
+    await writeWithNextStatement(trx, { fixed: INSERT_EVENT_BODY, bindings: [event.id, event.lenderId, event.body] });
     await this.insertDeliveries(trx, deliveries, nextAttemptAt);
   }
 
   private async insertDeliveries(trx: Knex, deliveries: NewDelivery[], nextAttemptAt: string): Promise<void> {
     if (deliveries.length === 0) return;
-    await writeWithNextStatement(
-      trx,
-      trx('webhook_deliveries').insert(
-        deliveries.map((d) => ({
-          id: d.id,
-          webhook_id: d.webhookId,
-          lender_id: d.lenderId,
-          event_id: d.eventId,
-          event_name: d.eventName,
-          verification_id: d.verificationId,
-          event_sequence: d.eventSequence,
-          status: 'pending',
-          attempts: 0,
-          next_attempt_at: nextAttemptAt,
-          replay_of: d.replayOf,
-          created_at: d.createdAt,
-        })),
-      ),
-    );
+    await writeWithNextStatement(trx, {
+      fixed: INSERT_DELIVERIES(deliveries.length),
+      bindings: deliveries.flatMap((d) => [
+        d.id,
+        d.webhookId,
+        d.lenderId,
+        d.eventId,
+        d.eventName,
+        d.verificationId,
+        d.eventSequence,
+        'pending',
+        0,
+        nextAttemptAt,
+        d.replayOf,
+        d.createdAt,
+      ]),
+    });
   }
 
   /**

@@ -117,7 +117,12 @@ for (const factory of testDatabases()) {
       assert.deepEqual(await ids(), []);
     });
 
-    it('refuses to run outside a transaction, or in one that has ended', async () => {
+    it('runs a write at once outside a transaction, as a built write does', async () => {
+      await writeWithNextStatement(db.knex, { fixed: INSERT_QUIETLY(2), bindings: ['r1', 'x', 'r2', 'y'] });
+      assert.deepEqual(await ids(), ['r1', 'r2']);
+    });
+
+    it('refuses to answer rows outside a transaction, or to run in one that has ended', async () => {
       await assert.rejects(runFixed(db.knex as never, LABELLED, ['x']), /runs in a transaction/);
       let ended: Parameters<typeof runFixed>[0] | undefined;
       await db.knex.transaction(async (trx) => {

@@ -28,7 +28,8 @@ export async function writeWithNextStatement(trx: Knex, write: Knex.QueryBuilder
   if ('fixed' in write) {
     const { fixed: statement, bindings } = write;
     if (open && statement.writes !== null) await client.keepWrite!(await client.acquireConnection(), { sql: statement.sql, bindings, table: statement.writes });
-    else await runFixed(trx as Knex.Transaction, statement, bindings);
+    else if (trx.isTransaction) await runFixed(trx as Knex.Transaction, statement, bindings);
+    else await trx.raw(statement.sql, bindings);
     return;
   }
   // Compiled only where it can be kept: Knex compiles the write again when it runs. A write on a

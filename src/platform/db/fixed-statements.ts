@@ -9,7 +9,12 @@ import type { Knex } from 'knex';
  * client, so everything a statement gets there it keeps: the transaction's own connection and its
  * check that the transaction has not ended, the SQLite writer's turns, group commit and waits for
  * locks, the PostgreSQL writes kept for the next statement, the `query` and `query-error` events
- * (metrics, the request log) and errors that name the statement.
+ * (metrics) and errors that name the statement. What Knex's runner adds around the client it does
+ * not get, and the service uses none of it: the `query-response` event, `postProcessResponse` and
+ * `wrapIdentifier` (a fixed statement's SQL is final), and a per-query `.timeout()` (PostgreSQL's
+ * statement and query timeouts are the connection's, and still apply).
+ *
+ * The SQL carries no literal text: every value is a binding (its whitespace is folded to one line).
  */
 export interface FixedStatement {
   readonly sql: string;
@@ -56,5 +61,8 @@ export function fixedInsertOf(table: string, columns: readonly string[], rest = 
   const made: FixedStatement[] = [];
   const row = `(${columns.map(() => '?').join(', ')})`;
   const head = `insert into "${table}" (${columns.map((column) => `"${column}"`).join(', ')}) values`;
-  return (count) => (made[count] ??= fixedStatement(`${head} ${new Array<string>(count).fill(row).join(', ')} ${rest}`));
+  return (count) => {
+    if (!(count >= 1)) throw new Error(`an insert into ${table} takes at least one row, not ${count}`);
+    return (made[count] ??= fixedStatement(`${head} ${new Array<string>(count).fill(row).join(', ')} ${rest}`));
+  };
 }

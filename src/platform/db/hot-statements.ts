@@ -66,7 +66,9 @@ export function sqliteHotStatements(filename: string, busyTimeoutMs: number, kin
         return read(statement, params) as Row[];
       } catch (error) {
         if (!isSqliteBusy(error)) return countError(error, kindOf);
-        return (await retryWhileBusy(busyTimeoutMs, () => read(statement, params)).catch((retried: unknown) => countError(retried, kindOf))) as Row[];
+        return (await retryWhileBusy(busyTimeoutMs, () => read(statement, params), undefined, error).catch((retried: unknown) =>
+          countError(retried, kindOf),
+        )) as Row[];
       }
     },
     async close() {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import knex, { type Knex } from 'knex';
 import { isDatabaseUnavailable } from './database.ts';
-import { WRITER_SESSIONS, waitingSqliteWriter, type WriterSession } from './sqlite-writer.ts';
+import { WRITER_SESSIONS, retryWhileBusy, waitingSqliteWriter, type WriterSession } from './sqlite-writer.ts';
 
 describe('the SQLite writer on better-sqlite3', function () {
   this.timeout(20_000);
@@ -401,5 +401,26 @@ describe('the SQLite writer on better-sqlite3', function () {
       (await writer('t').select('a')).map((row: { a: number }) => row.a),
       [1],
     );
+  });
+});
+
+describe('waiting while SQLite is locked', () => {
+  const locked = () => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+
+  it("after its caller's own first try found the database locked, tries again only after a pause", async () => {
+    let paused = false;
+    setImmediate(() => (paused = true));
+    const tries: boolean[] = [];
+    const answer = await retryWhileBusy(1_000, () => tries.push(paused) && 'written', undefined, locked());
+    assert.equal(answer, 'written');
+    assert.deepEqual(tries, [true]);
+  });
+
+  it("gives up at once when the caller's first try failed for another reason, or the wait would pass its timeout", async () => {
+    let tries = 0;
+    const step = () => ++tries;
+    await assert.rejects(retryWhileBusy(1_000, step, undefined, new Error('no such table')), /no such table/);
+    await assert.rejects(retryWhileBusy(0, step, undefined, locked()), /database is locked/);
+    assert.equal(tries, 0);
   });
 });

@@ -22,17 +22,29 @@ export function isSqliteBusy(error: unknown): boolean {
  * Runs `step`, and again after a pause off the event loop while it finds the database locked, for up
  * to `busyTimeoutMs`: what SQLite's own busy handler does, but without blocking the event loop, on
  * connections whose busy timeout is zero. `stillValid` is asked after each pause; when it says no,
- * the last error stands.
+ * the last error stands. `lockedAlready` is the SQLITE_BUSY of a first try the caller made itself
+ * (the statements that run at once and only wait when locked): the retry then begins with a pause.
  */
-export async function retryWhileBusy<T>(busyTimeoutMs: number, step: () => T | Promise<T>, stillValid: () => boolean = () => true): Promise<T> {
+export async function retryWhileBusy<T>(
+  busyTimeoutMs: number,
+  step: () => T | Promise<T>,
+  stillValid: () => boolean = () => true,
+  lockedAlready?: unknown,
+): Promise<T> {
   const deadline = Date.now() + busyTimeoutMs;
-  for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
+  let pauseMs = 1;
+  const pauseAfter = async (error: unknown): Promise<void> => {
+    if (!isSqliteBusy(error) || Date.now() + pauseMs > deadline) throw error;
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    if (!stillValid()) throw error;
+    pauseMs = Math.min(pauseMs * 2, 50);
+  };
+  if (lockedAlready !== undefined) await pauseAfter(lockedAlready);
+  for (;;) {
     try {
       return await step();
     } catch (error) {
-      if (!isSqliteBusy(error) || Date.now() + pauseMs > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
-      if (!stillValid()) throw error;
+      await pauseAfter(error);
     }
   }
 }
@@ -449,9 +461,10 @@ export function waitingSqliteWriter(
       };
       // At once, and only a statement that finds the database locked waits off the event loop: the
       // retry's closures and loop cost every one of a creation's statements (docs/performance.md).
+      const transactionAtStart = session.__knexTxId;
       return super._query(connection.preparingOnce, statement).catch((error: unknown) => {
         if (!isSqliteBusy(error)) return lost(error);
-        return this.runWaitingForLocks(connection, session, statement).catch(lost);
+        return this.waitingForLocks(session, () => super._query(connection.preparingOnce, statement), transactionAtStart, error).catch(lost);
       });
     }
 
@@ -459,13 +472,20 @@ export function waitingSqliteWriter(
       return this.waitingForLocks(session, () => super._query(connection.preparingOnce, query));
     }
 
-    /** Runs `step`, and again after a pause off the event loop while it finds the database locked, for up to `busyTimeoutMs`. */
-    private waitingForLocks<T>(session: WriterSession, step: () => T | Promise<T>): Promise<T> {
+    /**
+     * Runs `step`, and again after a pause off the event loop while it finds the database locked, for
+     * up to `busyTimeoutMs`; after `lockedAlready`, the caller's own first try, it begins with the pause.
+     */
+    private waitingForLocks<T>(
+      session: WriterSession,
+      step: () => T | Promise<T>,
+      transactionAtStart = session.__knexTxId,
+      lockedAlready?: unknown,
+    ): Promise<T> {
       // Knex marks the session with the transaction it is lent to. A statement must not be tried
       // again once that has changed during the pause: its transaction has ended (a sibling statement
       // failed and rolled it back), and the retry would run outside it or inside another one.
-      const transactionAtStart = session.__knexTxId;
-      return retryWhileBusy(busyTimeoutMs, step, () => session.__knexTxId === transactionAtStart);
+      return retryWhileBusy(busyTimeoutMs, step, () => session.__knexTxId === transactionAtStart, lockedAlready);
     }
   };
 }

@@ -22,15 +22,18 @@ export interface FixedStatement {
   readonly writes: string | null;
 }
 
-const WRITE_ALONE = /^(?:insert into|update|delete from) "([^"]+)"/;
+/** The table a write names first, quoted as Knex's builder and fixed statements write it; undefined for anything else. */
+export function writtenTable(sql: string): string | undefined {
+  return /^(?:insert into|update|delete from) "([^"]+)"/.exec(sql)?.[1];
+}
 
 export function fixedStatement(sql: string): FixedStatement {
   const text = sql.replace(/\s+/g, ' ').trim();
-  return { sql: text, writes: /\breturning\b/i.test(text) ? null : (WRITE_ALONE.exec(text)?.[1] ?? null) };
+  return { sql: text, writes: /\breturning\b/i.test(text) ? null : (writtenTable(text) ?? null) };
 }
 
 /** Knex's client of a transaction, as fixed statements use it (untyped in Knex's declarations). */
-export interface TransactionClient {
+interface TransactionClient {
   acquireConnection(): Promise<object>;
   query(connection: object, query: { sql: string; bindings: unknown[]; method: 'raw' }): Promise<{ response?: unknown }>;
 }

@@ -464,12 +464,18 @@ export function waitingSqliteWriter(
       const transactionAtStart = session.__knexTxId;
       return super._query(connection.preparingOnce, statement).catch((error: unknown) => {
         if (!isSqliteBusy(error)) return lost(error);
-        return this.waitingForLocks(session, () => super._query(connection.preparingOnce, statement), transactionAtStart, error).catch(lost);
+        return this.runWaitingForLocks(connection, session, statement, transactionAtStart, error).catch(lost);
       });
     }
 
-    private runWaitingForLocks(connection: SharedConnection, session: WriterSession, query: Query): Promise<unknown> {
-      return this.waitingForLocks(session, () => super._query(connection.preparingOnce, query));
+    private runWaitingForLocks(
+      connection: SharedConnection,
+      session: WriterSession,
+      query: Query,
+      transactionAtStart?: string,
+      lockedAlready?: unknown,
+    ): Promise<unknown> {
+      return this.waitingForLocks(session, () => super._query(connection.preparingOnce, query), transactionAtStart, lockedAlready);
     }
 
     /**

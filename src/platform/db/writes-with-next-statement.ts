@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
-import { runFixed, type Binding, type FixedStatement } from './fixed-statements.ts';
+import { runFixed, writtenTable, type Binding, type FixedStatement } from './fixed-statements.ts';
 
 /**
  * Writes nothing waits for, sent on PostgreSQL with the transaction's next statement. A creation
@@ -36,7 +36,7 @@ export async function writeWithNextStatement(trx: Knex, write: Knex.QueryBuilder
   // transaction that has ended runs, so that Knex refuses it as it refuses any statement there: the
   // connection may already be another transaction's.
   const compiled = open ? write.toSQL() : null;
-  const table = compiled && !Array.isArray(compiled) ? /^(?:insert into|update|delete from) "([^"]+)"/.exec(compiled.sql)?.[1] : undefined;
+  const table = compiled && !Array.isArray(compiled) ? writtenTable(compiled.sql) : undefined;
   if (!client.keepWrite || !compiled || table === undefined) {
     await write;
     return;

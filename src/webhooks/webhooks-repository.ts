@@ -172,7 +172,11 @@ export const ANY_DELIVERY_DUE = hotStatement(
 );
 
 // Every event a state change records runs these (fixed-statements.ts says why they are written out).
-const LIVE_ENDPOINTS_OF_LENDER = fixedStatement('select * from "webhook_endpoints" where "lender_id" = ? and "deleted_at" is null');
+// Its columns named: on PostgreSQL it is prepared once per connection (fixed-statements.ts), and a
+// prepared `select *` fails once a migration adds a column ("cached plan must not change result type").
+const LIVE_ENDPOINTS_OF_LENDER = fixedStatement(`
+  select "id", "lender_id", "url", "events", "secret_ciphertext", "previous_secret_ciphertext", "previous_secret_expires_at", "created_at"
+  from "webhook_endpoints" where "lender_id" = ? and "deleted_at" is null`);
 const INSERT_EVENT_BODY = fixedStatement('insert into "webhook_events" ("event_id", "lender_id", "body") values (?, ?, ?)');
 const INSERT_DELIVERIES = fixedInsertOf('webhook_deliveries', [
   'id',

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
 import { openDatabase, type Database } from './database.ts';
-import { fixedInsertOf, fixedStatement, runFixed } from './fixed-statements.ts';
-import { writeWithNextStatement } from './writes-with-next-statement.ts';
+import { fixedInsertOf, fixedStatement, preparedNames, PreparedNames, runFixed } from './fixed-statements.ts';
+import { asPrepared, writeWithNextStatement } from './writes-with-next-statement.ts';
 
 describe('fixed statements', () => {
   it('marks a write without returning as one that can wait for the next statement, and names its table', () => {
@@ -25,6 +25,37 @@ describe('fixed statements', () => {
     assert.equal(insert(2), insert(2));
     assert.equal(insert(2).writes, 't');
     assert.throws(() => insert(0), /at least one row/);
+  });
+
+  it('names each fixed text once, for PostgreSQL to prepare it, and no more texts than its bound', () => {
+    const names = new PreparedNames(2);
+    const first = names.name('select 1');
+    assert.equal(names.name('select 1'), first);
+    assert.equal(names.of('select 1'), first);
+    assert.notEqual(names.name('select 2'), first);
+    assert.equal(names.name('select 3'), undefined);
+    assert.equal(names.of('select 3'), undefined);
+    assert.equal(preparedNames.of(fixedStatement('select "x" from "named" where "y" = ?').sql)?.startsWith('civ_fixed_'), true);
+  });
+
+  it('sends a fixed text under its name, a text made of fixed parts under a new one, and any other text as it is', () => {
+    const names = new PreparedNames(10);
+    const fixed = names.name('insert into "a" ("x") values (?)')!;
+    const carrier = names.name('select 1')!;
+    const query = { sql: 'insert into "a" ("x") values (?)', bindings: [1], options: { rowMode: 'array' } };
+    assert.deepEqual(asPrepared(query, [], names), { ...query, options: { rowMode: 'array', name: fixed } });
+    assert.equal(asPrepared('COMMIT;', [], names), 'COMMIT;');
+    const built = { sql: 'insert into "a" ("x") values (?) returning "x"', bindings: [1] };
+    assert.equal(asPrepared(built, [], names), built);
+
+    const combined = { sql: 'with kept_write_0 as (insert into "a" ("x") values (?)) select 1', bindings: [1] };
+    const named = asPrepared(combined, [{ sql: 'select 1' }, { sql: 'insert into "a" ("x") values (?)' }], names) as { options: { name: string } };
+    assert.ok(![fixed, carrier].includes(named.options.name));
+    assert.equal(names.of(combined.sql), named.options.name);
+    // A kept write the query builder made: the combination is no fixed text.
+    const withBuilt = { sql: 'with kept_write_0 as (update "a" set "x" = ?) select 1', bindings: [1] };
+    assert.equal(asPrepared(withBuilt, [{ sql: 'select 1' }, { sql: 'update "a" set "x" = ?' }], names), withBuilt);
+    assert.equal(names.of(withBuilt.sql), undefined);
   });
 });
 
@@ -106,6 +137,48 @@ for (const factory of testDatabases()) {
       const alone = ownStatements().filter((sql) => !/service_settings/.test(sql));
       assert.deepEqual([carried.length, alone.length], db.dialect === 'postgres' ? [1, 0] : [0, 1], sent.join('\n'));
       assert.deepEqual(await ids(), ['r1']);
+    });
+
+    /** How often the connection ran the prepared statement named for `sql`: null if it never prepared it. */
+    const runsOnConnection = async (trx: Parameters<typeof runFixed>[0], sql: string): Promise<number | null> => {
+      const name = preparedNames.of(sql);
+      const result = await trx.raw<{ rows: Array<{ runs: string }> }>(
+        'select generic_plans + custom_plans as runs from pg_prepared_statements where name = ?',
+        [name ?? ''],
+      );
+      return result.rows.length === 0 ? null : Number(result.rows[0]!.runs);
+    };
+
+    it('is prepared once per connection on PostgreSQL, and run again under its name', async function () {
+      if (db.dialect !== 'postgres') this.skip();
+      await db.knex.transaction(async (trx) => {
+        const before = (await runsOnConnection(trx, LABELLED.sql)) ?? 0;
+        for (let i = 0; i < 3; i++) assert.deepEqual(await runFixed(trx, LABELLED, ['nobody']), []);
+        assert.equal(await runsOnConnection(trx, LABELLED.sql), before + 3);
+      });
+    });
+
+    it('carries a kept write under one prepared name on PostgreSQL when both are fixed, and unnamed when the write was built', async function () {
+      if (db.dialect !== 'postgres') this.skip();
+      const CARRIER = fixedStatement('select "name" from "service_settings" where "name" = ? and 1 = 1');
+      const prepared = await db.knex.transaction(async (trx) => {
+        await writeWithNextStatement(trx, { fixed: INSERT_QUIETLY(1), bindings: ['r1', 'x'] });
+        await runFixed(trx, CARRIER, ['none']);
+        await writeWithNextStatement(trx, trx('fixed_rows').update({ label: 'built' }).where({ id: 'r1' }));
+        await runFixed(trx, CARRIER, ['none']);
+        const result = await trx.raw<{ rows: Array<{ statement: string }> }>(
+          "select statement from pg_prepared_statements where statement like 'with kept_write_0 %'",
+        );
+        // Earlier tests may have left others on this connection: those carried by this one.
+        return result.rows.map((row) => row.statement.replace(/\$\d+/g, '?')).filter((statement) => statement.endsWith(CARRIER.sql));
+      });
+      assert.equal(sent.filter((sql) => sql.startsWith('with kept_write_0')).length, 2, sent.join('\n'));
+      assert.deepEqual(prepared, [`with kept_write_0 as (${INSERT_QUIETLY(1).sql}) ${CARRIER.sql}`]);
+      assert.deepEqual(await ids(), ['r1']);
+      assert.deepEqual(
+        (await db.knex('fixed_rows').select('label')).map((row: { label: string }) => row.label),
+        ['built'],
+      );
     });
 
     it('fails with the statement named and counted as any failed statement, and the transaction keeps nothing', async () => {

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
-import { runFixed, writtenTable, type Binding, type FixedStatement } from './fixed-statements.ts';
+import { preparedNames, runFixed, writtenTable, type PreparedNames, type Binding, type FixedStatement } from './fixed-statements.ts';
 
 /**
  * Writes nothing waits for, sent on PostgreSQL with the transaction's next statement. A creation
@@ -109,15 +109,15 @@ export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
 
   override async query(connection: object, query: string | QueryObject): Promise<unknown> {
     const kept = keptWrites.get(connection);
-    if (!kept) return super.query(connection, query);
+    if (!kept) return super.query(connection, asPrepared(query));
     keptWrites.delete(connection);
     const statement: QueryObject = typeof query === 'string' ? { sql: query } : query;
     if (ROLLBACK.test(statement.sql)) return super.query(connection, query);
     if (CARRIER.test(statement.sql) && !kept.some((write) => names(statement.sql, write.table))) {
-      return super.query(connection, { ...statement, ...withQueries(kept, statement.sql, statement.bindings ?? []) });
+      return super.query(connection, asPrepared({ ...statement, ...withQueries(kept, statement.sql, statement.bindings ?? []) }, [statement, ...kept]));
     }
     await this.sendAlone(connection, kept, statement.sql);
-    return super.query(connection, query);
+    return super.query(connection, asPrepared(query));
   }
 
   /**
@@ -143,6 +143,21 @@ export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
       throw error;
     }
   }
+}
+
+/**
+ * The statement as pg sends it: under its prepared name if its text is a fixed statement's, or is
+ * made of `parts` that all are (fixed-statements.ts). Knex's PostgreSQL client hands its query
+ * object's `options` to pg.
+ */
+export function asPrepared(
+  query: string | QueryObject,
+  parts: ReadonlyArray<{ sql: string }> = [],
+  names: PreparedNames = preparedNames,
+): string | QueryObject {
+  if (typeof query === 'string') return query;
+  const name = names.of(query.sql) ?? (parts.length > 0 && parts.every((part) => names.of(part.sql) !== undefined) ? names.name(query.sql) : undefined);
+  return name === undefined ? query : { ...query, options: { ...query.options, name } };
 }
 
 /** `statement` with the kept writes in front of it as `WITH` queries, their bindings first. */

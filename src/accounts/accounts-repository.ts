@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { CountedWindows, WindowCounts } from '../platform/rate-limit-windows.ts';
-import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
+import { columnsOf, hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
 import type { ApiKeyRecord, Jurisdiction, LenderAccount, Plan, Principal, Role } from './model.ts';
 
 interface LenderRow {
@@ -15,6 +15,23 @@ interface LenderRow {
   updated_at: string;
   deactivated_at?: string | null;
 }
+
+/** A lender's columns as the prepared reads name them (hot-statements.ts says why not `l.*`). */
+const LENDER_COLUMNS = [
+  'id',
+  'name',
+  'plan',
+  'jurisdiction',
+  'rate_limit_per_minute',
+  'rate_limit_burst',
+  'ip_allowlist',
+  'created_at',
+  'updated_at',
+  'deactivated_at',
+] as const satisfies ReadonlyArray<keyof LenderRow>;
+// Fails to compile when LenderRow gains a column the list does not name.
+const everyLenderColumn: Record<Exclude<keyof LenderRow, (typeof LENDER_COLUMNS)[number]>, never> = {};
+void everyLenderColumn;
 
 interface KeyRow {
   id: string;
@@ -78,7 +95,7 @@ function toPrincipal(row: PrincipalRow): Principal {
 
 /** The active key with that hash and its lender's account, `keyHash` being the placeholder that names it. */
 const principalSelect = (keyHash: string) =>
-  `select k.id as key_id, k.role as key_role, k.rate_limit_per_minute as key_per_minute, k.rate_limit_burst as key_burst, l.*
+  `select k.id as key_id, k.role as key_role, k.rate_limit_per_minute as key_per_minute, k.rate_limit_burst as key_burst, ${columnsOf('l', LENDER_COLUMNS)}
    from api_keys k join lender_accounts l on l.id = k.lender_id
    where k.key_hash = ${keyHash} and k.revoked_at is null and l.deactivated_at is null limit 1`;
 
@@ -117,7 +134,7 @@ const PRINCIPAL_COUNTING_REQUESTS = hotStatement(
        expire = case when rate_limits.expire <= $6::bigint then excluded.expire else rate_limits.expire end
      returning points, expire
    )
-   select p.*, b.points as burst_points, b.expire as burst_expire,
+   select ${columnsOf('p', ['key_id', 'key_role', 'key_per_minute', 'key_burst', ...LENDER_COLUMNS])}, b.points as burst_points, b.expire as burst_expire,
      coalesce(m.points, (select r.points from rate_limits r where r.key = $3 and r.expire > $6::bigint), 0) as minute_points,
      coalesce(m.expire, (select r.expire from rate_limits r where r.key = $3 and r.expire > $6::bigint)) as minute_expire
    from principal p join burst b on true left join minute m on true`,

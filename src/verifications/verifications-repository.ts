@@ -5,7 +5,7 @@ import type { PlatformIncome } from '../tape/index.ts';
 import type { ScoredTape } from './scoring.ts';
 import type { Dialect } from '../platform/db/database.ts';
 import { inUnitOfWork, type UnitOfWork } from '../platform/db/unit-of-work.ts';
-import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
+import { columnsOf, hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
 import { fixedInsertOf, fixedStatement, runFixed } from '../platform/db/fixed-statements.ts';
 import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
 import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platform/events/outbox.ts';
@@ -111,6 +111,29 @@ interface VerificationRow {
   completed_at: string | null;
   tape_schema_version: string | null;
 }
+
+/** A verification's columns as the prepared read names them (hot-statements.ts says why not `v.*`). */
+const VERIFICATION_COLUMNS = [
+  'id',
+  'lender_id',
+  'obligor_reference',
+  'creator_platforms',
+  'lender_name',
+  'product_type',
+  'declared_monthly_obligations_eur',
+  'status',
+  'failure_reason',
+  'consent_url',
+  'consent_token_sealed',
+  'expires_at',
+  'created_at',
+  'updated_at',
+  'completed_at',
+  'tape_schema_version',
+] as const satisfies ReadonlyArray<keyof VerificationRow>;
+// Fails to compile when VerificationRow gains a column the list does not name.
+const everyVerificationColumn: Record<Exclude<keyof VerificationRow, (typeof VERIFICATION_COLUMNS)[number]>, never> = {};
+void everyVerificationColumn;
 
 interface OverlayRow {
   id: string;
@@ -503,7 +526,7 @@ function storedTape(json: string): StoredTape {
 // a tape read 10 times slower at 10^6 rows (docs/performance.md, "Scale").
 export const VERIFICATION_FOR_LENDER = hotStatement(
   'verification_for_lender',
-  `select v.*, c.platform as connection_platform, c.status as connection_status
+  `select ${columnsOf('v', VERIFICATION_COLUMNS)}, c.platform as connection_platform, c.status as connection_status
    from verifications v left join platform_connections c on c.verification_id = v.id
    where v.id = ? and v.lender_id || '' = ?`,
 );
@@ -668,7 +691,7 @@ export class VerificationsRepository {
   async findByConsentTokenHash(tokenHash: string): Promise<{ record: VerificationRecord; connections: Map<string, string> } | null> {
     const rows = rowsOf(
       await this.knex.raw<VerificationWithConnectionRow[] | { rows: VerificationWithConnectionRow[] }>(
-        `select v.*, c.platform as connection_platform, c.status as connection_status
+        `select ${columnsOf('v', VERIFICATION_COLUMNS)}, c.platform as connection_platform, c.status as connection_status
          from verifications v left join platform_connections c on c.verification_id = v.id
          where v.consent_token_hash = ?`,
         [tokenHash],

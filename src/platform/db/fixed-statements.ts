@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { assertNamesItsColumns } from './hot-statements.ts';
 
 /**
  * A statement that every creation runs in its transaction, its SQL written out once, with `?`
@@ -40,6 +41,11 @@ export class PreparedNames {
 
   constructor(private readonly most: number) {}
 
+  /** Every named text, in the order named. */
+  texts(): string[] {
+    return [...this.names.keys()];
+  }
+
   /** The name `sql` is prepared under; undefined if it was never named. */
   of(sql: string): string | undefined {
     return this.names.get(sql);
@@ -58,6 +64,7 @@ export const preparedNames = new PreparedNames(500);
 
 export function fixedStatement(sql: string): FixedStatement {
   const text = sql.replace(/\s+/g, ' ').trim();
+  assertNamesItsColumns(text);
   preparedNames.name(text);
   return { sql: text, writes: /\breturning\b/i.test(text) ? null : (writtenTable(text) ?? null) };
 }

@@ -24,8 +24,29 @@ export interface HotStatements {
   close(): Promise<void>;
 }
 
+/** Every hot statement the process has made, in the order made (a test runs each across a later migration). */
+export const hotStatementsMade: HotStatement[] = [];
+
+/**
+ * A statement prepared once and kept per connection must name the columns it answers: on
+ * PostgreSQL a prepared `select *` (or `t.*`) fails on every later run once a migration adds a column
+ * to its table ("cached plan must not change result type"), which in a rolling deploy would fail
+ * every request of the processes still running.
+ */
+export function assertNamesItsColumns(sql: string): void {
+  if (/(^|[\s,(])(\w+\.)?\*\s*(,|from\b)/i.test(sql)) throw new Error(`a prepared statement names the columns it reads, not *: ${sql}`);
+}
+
+/** Lists `columns` of the table known as `alias`, for a statement that names the columns it reads. */
+export function columnsOf(alias: string, columns: readonly string[]): string {
+  return columns.map((column) => `${alias}.${column}`).join(', ');
+}
+
 export function hotStatement(name: string, sql: string): HotStatement {
-  return { name, sql };
+  assertNamesItsColumns(sql);
+  const statement = { name, sql };
+  hotStatementsMade.push(statement);
+  return statement;
 }
 
 /** Counted as Knex's `query-error` event counts the other statements (metrics). */

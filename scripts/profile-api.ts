@@ -6,6 +6,9 @@
 // DevTools or speedscope. PROFILE_DATABASE_URL picks the database (default: a fresh SQLite file).
 // With --metrics the server also serves METRICS_PORT, scraped every second, and the share of its
 // busy time that ran through metrics code is printed (issue goal: metrics cost under 5 %).
+// With --sqlite-statements (SQLite only) every statement the server runs is timed on the event loop
+// (scripts/support/sqlite-statement-timer.mjs), and the time per request of each SQL text is printed:
+// what SQLite itself takes of a request, its floor on this stack.
 // docs/performance.md reads these figures.
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -147,17 +150,40 @@ function report(profile: CpuProfile, top: number): void {
   print('inclusive time', inclusive);
 }
 
+interface StatementTime {
+  sql: string;
+  runs: number;
+  ns: number;
+}
+
+/** Each SQL text's time on the event loop per request served, the largest first, and their sum (set-up and start-up included, a few ms). */
+function reportStatements(times: StatementTime[], requests: number, top: number): void {
+  const perRequest = (ns: number) => (ns / 1000 / requests).toFixed(1).padStart(7);
+  const total = times.reduce((sum, time) => sum + time.ns, 0);
+  console.log(`\nSQLite statements on the event loop: ${perRequest(total).trim()} µs per request (${requests} requests)`);
+  console.log(`${'µs/request'.padStart(10)} ${'runs/request'.padStart(12)} ${'µs/run'.padStart(8)}  SQL`);
+  for (const time of [...times].sort((a, b) => b.ns - a.ns).slice(0, top)) {
+    console.log(
+      `${perRequest(time.ns).padStart(10)} ${(time.runs / requests).toFixed(2).padStart(12)} ${(time.ns / 1000 / time.runs).toFixed(1).padStart(8)}  ${time.sql.slice(0, 110)}`,
+    );
+  }
+}
+
 async function main(): Promise<void> {
   const program = new Command('profile:api')
     .addOption(new Option('--top <n>', 'rows per table').default('25'))
     .addOption(new Option('--metrics', "serve metrics (scraped every second) and print the share of the server's CPU they take"))
+    .addOption(new Option('--sqlite-statements', "time every SQLite statement on the event loop and print each SQL text's time per request"))
     .argument('[endpoint]', 'status, tape or create', 'status')
     .parse();
   const endpoint = program.args[0] ?? 'status';
   if (!['status', 'tape', 'create'].includes(endpoint)) program.error(`unknown endpoint ${endpoint}`);
   const seconds = Number(process.env.PROFILE_SECONDS ?? 10);
   const dir = mkdtempSync(join(tmpdir(), 'civ-profile-'));
-  const { top, metrics } = program.opts<{ top: string; metrics?: boolean }>();
+  const { top, metrics, sqliteStatements } = program.opts<{ top: string; metrics?: boolean; sqliteStatements?: boolean }>();
+  if (sqliteStatements && process.env.PROFILE_DATABASE_URL && !process.env.PROFILE_DATABASE_URL.startsWith('sqlite:'))
+    program.error('--sqlite-statements times SQLite statements: leave PROFILE_DATABASE_URL unset or name a SQLite file');
+  const statementTimes = join(dir, 'sqlite-statements.json');
   const metricsPort = metrics ? await freePort() : null;
   const metricsToken = 'profile-metrics-token-0123456789';
   const env = {
@@ -166,7 +192,11 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
     ...(metricsPort ? { METRICS_PORT: String(metricsPort), METRICS_TOKEN: metricsToken } : {}),
   };
-  const { child, base } = await startServerProcess(env, { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+  const timer = ['--import', new URL('./support/sqlite-statement-timer.mjs', import.meta.url).pathname];
+  const { child, base } = await startServerProcess(sqliteStatements ? { ...env, SQLITE_STATEMENT_TIMES: statementTimes } : env, {
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...(sqliteStatements ? timer : [])],
+  });
+  let requests = 0;
   try {
     const lender = await runAdmin(env, ['lender', 'create', '--name', 'Profiled Lender']);
     const key = await runAdmin(env, ['key', 'create', '--lender', lender.id, '--role', 'lender']);
@@ -188,6 +218,7 @@ async function main(): Promise<void> {
     const metricsUrl = metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : null;
     const result = await whileScraped(metricsUrl, metricsToken, () => autocannon({ connections: 50, duration: seconds, ...options }));
     console.log(`${endpoint}: ${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms, ${result.non2xx + result.errors} failed`);
+    requests = result.requests.total;
   } finally {
     child.kill('SIGTERM');
     await once(child, 'exit');
@@ -197,6 +228,7 @@ async function main(): Promise<void> {
   console.log(`profile: ${join(dir, file)} (the tables leave out start-up, before the first HTTP request)`);
   const profile = atSources(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile);
   report(profile, Number(top));
+  if (sqliteStatements) reportStatements(JSON.parse(readFileSync(statementTimes, 'utf8')) as StatementTime[], requests, Number(top));
   if (metrics) {
     const { share, busyMs } = metricsShare(profile);
     console.log(

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { CountedWindows, WindowCounts } from '../platform/rate-limit-windows.ts';
-import { columnsOf, hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
+import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
+import { columnsOf } from '../platform/db/prepared-sql.ts';
 import type { ApiKeyRecord, Jurisdiction, LenderAccount, Plan, Principal, Role } from './model.ts';
 
 interface LenderRow {

@@ -172,11 +172,23 @@ export const ANY_DELIVERY_DUE = hotStatement(
 );
 
 // Every event a state change records runs these (fixed-statements.ts says why they are written out).
-// Its columns named: on PostgreSQL it is prepared once per connection (fixed-statements.ts), and a
-// prepared `select *` fails once a migration adds a column ("cached plan must not change result type").
-const LIVE_ENDPOINTS_OF_LENDER = fixedStatement(`
-  select "id", "lender_id", "url", "events", "secret_ciphertext", "previous_secret_ciphertext", "previous_secret_expires_at", "created_at"
-  from "webhook_endpoints" where "lender_id" = ? and "deleted_at" is null`);
+/** An endpoint's columns as the prepared read names them (prepared-sql.ts says why not `*`). */
+const ENDPOINT_COLUMNS = [
+  'id',
+  'lender_id',
+  'url',
+  'events',
+  'secret_ciphertext',
+  'previous_secret_ciphertext',
+  'previous_secret_expires_at',
+  'created_at',
+] as const satisfies ReadonlyArray<keyof EndpointRow>;
+// Fails to compile when EndpointRow gains a column the list does not name.
+const everyEndpointColumn: Record<Exclude<keyof EndpointRow, (typeof ENDPOINT_COLUMNS)[number]>, never> = {};
+void everyEndpointColumn;
+const LIVE_ENDPOINTS_OF_LENDER = fixedStatement(
+  `select ${ENDPOINT_COLUMNS.map((column) => `"${column}"`).join(', ')} from "webhook_endpoints" where "lender_id" = ? and "deleted_at" is null`,
+);
 const INSERT_EVENT_BODY = fixedStatement('insert into "webhook_events" ("event_id", "lender_id", "body") values (?, ?, ?)');
 const INSERT_DELIVERIES = fixedInsertOf('webhook_deliveries', [
   'id',

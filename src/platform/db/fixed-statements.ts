@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import { assertNamesItsColumns } from './hot-statements.ts';
+import { createHash } from 'node:crypto';
+import { assertNamesItsColumns } from './prepared-sql.ts';
 
 /**
  * A statement that every creation runs in its transaction, its SQL written out once, with `?`
@@ -32,9 +33,14 @@ export function writtenTable(sql: string): string | undefined {
  * The names PostgreSQL keeps fixed texts prepared under. On PostgreSQL a fixed statement is sent as a
  * named prepared statement (writes-with-next-statement.ts), which each connection parses and plans
  * once, instead of on every creation: under creation load PostgreSQL's own CPU per creation fell
- * from 1.74 to 1.19 ms (docs/performance.md). A text made only of fixed statements (kept writes in
- * front of the statement that carries them) is named too. A connection keeps every statement it
- * prepared until it closes, so names stop at `most`: later texts are sent unnamed, as before.
+ * from 1.74 to 1.19 ms (docs/performance.md, "Fixed statements prepared on PostgreSQL"). A text
+ * made only of fixed statements (kept writes, in front of the statement that carries them or sent
+ * alone) is named too. A name is made from the text's hash, so it means the same SQL in every
+ * process and release (it names the statement's spans in traces, too).
+ *
+ * A connection keeps every statement it prepared until it closes, so what is named is bounded: a
+ * text of more than MOST_VALUES values (a bulk insert, rare, each as large as its rows) is sent
+ * unnamed, and names stop at `most` texts; after that, later texts are sent unnamed, as before.
  */
 export class PreparedNames {
   private readonly names = new Map<string, string>();
@@ -51,13 +57,21 @@ export class PreparedNames {
     return this.names.get(sql);
   }
 
-  /** Names `sql` (once: the same text keeps its name); undefined once `most` texts have names. */
+  /** Names `sql` (once: the same text keeps its name); undefined for a bulk write, or once `most` texts have names. */
   name(sql: string): string | undefined {
     let name = this.names.get(sql);
-    if (name === undefined && this.names.size < this.most) this.names.set(sql, (name = `civ_fixed_${this.names.size + 1}`));
+    if (name === undefined && this.names.size < this.most && valuesIn(sql) <= MOST_VALUES) {
+      name = `civ_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+      this.names.set(sql, name);
+    }
     return name;
   }
 }
+
+/** The most values a named text binds: a creation's largest statement binds about 60. */
+const MOST_VALUES = 100;
+
+const valuesIn = (sql: string): number => sql.split('?').length - 1;
 
 /** The process's prepared names: fixed statements number a few dozen, their carried combinations more. */
 export const preparedNames = new PreparedNames(500);

@@ -2,6 +2,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import type { Knex } from 'knex';
 import { isSqliteBusy, retryWhileBusy } from './sqlite-writer.ts';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
+import { assertNamesItsColumns, giveUpConnection, isStalePreparedStatement } from './prepared-sql.ts';
 
 /**
  * A read that runs on every request (the key's principal, a verification's status, its tape). Written
@@ -24,28 +25,16 @@ export interface HotStatements {
   close(): Promise<void>;
 }
 
-/** Every hot statement the process has made, in the order made (a test runs each across a later migration). */
-export const hotStatementsMade: HotStatement[] = [];
-
-/**
- * A statement prepared once and kept per connection must name the columns it answers: on
- * PostgreSQL a prepared `select *` (or `t.*`) fails on every later run once a migration adds a column
- * to its table ("cached plan must not change result type"), which in a rolling deploy would fail
- * every request of the processes still running.
- */
-export function assertNamesItsColumns(sql: string): void {
-  if (/(^|[\s,(])(\w+\.)?\*\s*(,|from\b)/i.test(sql)) throw new Error(`a prepared statement names the columns it reads, not *: ${sql}`);
-}
-
-/** Lists `columns` of the table known as `alias`, for a statement that names the columns it reads. */
-export function columnsOf(alias: string, columns: readonly string[]): string {
-  return columns.map((column) => `${alias}.${column}`).join(', ');
-}
+/** Every hot statement the process has made, by name (a test runs each across a later migration). */
+export const hotStatementsMade = new Map<string, HotStatement>();
 
 export function hotStatement(name: string, sql: string): HotStatement {
   assertNamesItsColumns(sql);
+  // PostgreSQL keeps it prepared under its name: one name for two texts would fail when run.
+  const made = hotStatementsMade.get(name);
+  if (made && made.sql !== sql) throw new Error(`two hot statements are named ${name}`);
   const statement = { name, sql };
-  hotStatementsMade.push(statement);
+  hotStatementsMade.set(name, statement);
   return statement;
 }
 
@@ -143,17 +132,28 @@ export function postgresHotStatements(knex: Knex, kindOf: (error: unknown) => st
     }
     return text;
   };
+  const runOnce = async <Row>(statement: HotStatement, params: ReadonlyArray<string | number | null>): Promise<Row[]> => {
+    let connection: PgConnection | undefined;
+    try {
+      connection = (await pool.acquireConnection()) as PgConnection;
+      const result = await connection.query({ name: statement.name, text: textOf(statement), values: [...params] });
+      return result.rows as Row[];
+    } catch (error) {
+      // The pool closes it instead of lending it again: its other prepared statements may be stale too.
+      if (connection && isStalePreparedStatement(error)) giveUpConnection(connection, error);
+      throw error;
+    } finally {
+      if (connection) await pool.releaseConnection(connection);
+    }
+  };
   return {
     async rows<Row>(statement: HotStatement, params: ReadonlyArray<string | number | null>): Promise<Row[]> {
-      let connection: PgConnection | undefined;
       try {
-        connection = (await pool.acquireConnection()) as PgConnection;
-        const result = await connection.query({ name: statement.name, text: textOf(statement), values: [...params] });
-        return result.rows as Row[];
+        return await runOnce<Row>(statement, params);
       } catch (error) {
-        return countError(error, kindOf);
-      } finally {
-        if (connection) await pool.releaseConnection(connection);
+        // Refused before it ran (prepared-sql.ts): once more, prepared again on another connection.
+        if (!isStalePreparedStatement(error)) return countError(error, kindOf);
+        return runOnce<Row>(statement, params).catch((again: unknown) => countError(again, kindOf));
       }
     },
     async close() {

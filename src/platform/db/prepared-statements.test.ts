@@ -1,23 +1,42 @@
 import assert from 'node:assert/strict';
 import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
-// The whole service, so that every statement it prepares is made.
+// The whole service, so that the statements it makes when its modules load are made.
 import '../../service.ts';
+import { AccountsRepository } from '../../accounts/accounts-repository.ts';
+import { hashApiKey } from '../../accounts/api-keys.ts';
+import * as admin from '../../accounts/lender-admin.ts';
+import { VERIFICATION_FOR_LENDER } from '../../verifications/verifications-repository.ts';
 import { openDatabase, type Database } from './database.ts';
-import { preparedNames, runFixed } from './fixed-statements.ts';
-import { assertNamesItsColumns, hotStatementsMade } from './hot-statements.ts';
+import { fixedStatement, preparedNames, runFixed } from './fixed-statements.ts';
+import { hotStatement, hotStatementsMade } from './hot-statements.ts';
+import { assertNamesItsColumns } from './prepared-sql.ts';
 
 describe('statements prepared once per connection', () => {
-  it('refuses one that reads * instead of naming its columns', () => {
+  it('refuses one that answers * instead of naming its columns', () => {
     for (const sql of [
       'select * from t',
       'select t.* from t',
+      'select "t".* from "t"',
       'select a, t.*, b from t',
       'select (select x.* from x) from t',
       'with p as (select 1) select p.* from p',
+      'insert into "t" ("a") values (?) returning *',
+      'update "t" set "a" = ? returning "t".*',
     ])
       assert.throws(() => assertNamesItsColumns(sql), /names the columns it reads/, sql);
-    for (const sql of ['select count(*) as n from t', 'select a, b from t where c = ?', 'select a * 2 as b from t', 'insert into "t" ("a") values (?)'])
+    for (const sql of [
+      'select count(*) as n from t',
+      'select a, b from t where c = ?',
+      'select a * 2 as b from t',
+      'insert into "t" ("a") values (?) returning "a"',
+    ])
       assert.doesNotThrow(() => assertNamesItsColumns(sql), sql);
+  });
+
+  it('refuses a second hot statement under a name already taken by another text', () => {
+    hotStatement('named_twice_in_a_test', 'select 1 as one');
+    assert.doesNotThrow(() => hotStatement('named_twice_in_a_test', 'select 1 as one'));
+    assert.throws(() => hotStatement('named_twice_in_a_test', 'select 2 as two'), /two hot statements are named/);
   });
 });
 
@@ -26,22 +45,6 @@ for (const factory of testDatabases()) {
     let testDb: TestDatabase;
     let db: Database;
     let tables: string[];
-    /**
-     * Every read kept prepared per connection: the hot reads, and the fixed statements that read.
-     * Other test files, loaded in the same process, make statements of their own, on tables of their
-     * own: a statement naming a table the service's schema lacks is theirs.
-     */
-    const reads = () =>
-      [
-        // A statement written with PostgreSQL's own placeholders ($n) is PostgreSQL's only.
-        ...hotStatementsMade
-          .filter((statement) => db.dialect === 'postgres' || !/\$\d/.test(statement.sql))
-          .map((statement) => ({ label: statement.name, sql: statement.sql, run: () => db.hot.rows(statement, placeholdersOf(statement.sql)) })),
-        ...preparedNames
-          .texts()
-          .filter((sql) => /^select\b/i.test(sql))
-          .map((sql) => ({ label: sql, sql, run: () => db.knex.transaction((trx) => runFixed(trx, { sql, writes: null }, placeholdersOf(sql))) })),
-      ].filter((read) => tablesNamedIn(read.sql).every((table) => tables.includes(table)));
 
     before(async () => {
       testDb = await factory.create();
@@ -54,7 +57,63 @@ for (const factory of testDatabases()) {
       await testDb.drop();
     });
 
+    /** Another process, a release later: its migration changes the tables under this one. */
+    const laterMigration = async (change: (knex: Database['knex']) => Promise<void>) => {
+      const later = openDatabase(testDb.url);
+      try {
+        await change(later.knex);
+      } finally {
+        await later.close();
+      }
+    };
+
+    /**
+     * Every read kept prepared per connection: the hot reads, and the fixed statements that read.
+     * Other test files, loaded in the same process, make statements of their own, on tables of their
+     * own: a statement naming a table the service's schema lacks is theirs.
+     */
+    const reads = () =>
+      [
+        // A statement written with PostgreSQL's own placeholders ($n) is PostgreSQL's only.
+        ...[...hotStatementsMade.values()]
+          .filter((statement) => db.dialect === 'postgres' || !/\$\d/.test(statement.sql))
+          .map((statement) => ({ label: statement.name, sql: statement.sql, run: () => db.hot.rows(statement, placeholdersOf(statement.sql)) })),
+        ...preparedNames
+          .texts()
+          .filter((sql) => /^select\b/i.test(sql))
+          .map((sql) => ({ label: sql, sql, run: () => db.knex.transaction((trx) => runFixed(trx, { sql, writes: null }, placeholdersOf(sql))) })),
+      ].filter((read) => tablesNamedIn(read.sql).every((table) => tables.includes(table)));
+
     it('answers as before after a later migration adds a column to every table (a rolling deploy)', async () => {
+      const ctx: admin.AdminContext = {
+        accounts: new AccountsRepository(db.knex, db.hot),
+        mode: 'sandbox',
+        now: () => new Date('2026-11-21T10:00:00Z'),
+        validatePolicyOverrides: () => undefined,
+      };
+      const lender = await admin.createLender(ctx, { name: 'Rolling Deploy Bank' });
+      const { apiKey } = await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' });
+      const at = '2026-11-21T10:00:00.000Z';
+      await db.knex('verifications').insert({
+        id: 'vrf_rolling_deploy',
+        lender_id: lender.id,
+        obligor_reference: 'demo_prime_multi',
+        creator_platforms: '["youtube"]',
+        lender_name: lender.name,
+        product_type: 'rbf',
+        status: 'pending_consent',
+        consent_token_hash: 'f'.repeat(64),
+        consent_url: 'https://example.test/consent',
+        expires_at: at,
+        created_at: at,
+        updated_at: at,
+      });
+      await db.knex('platform_connections').insert({ verification_id: 'vrf_rolling_deploy', platform: 'youtube', status: 'pending', updated_at: at });
+      const answers = async () => ({
+        principal: await ctx.accounts.findPrincipalByKeyHash(hashApiKey(apiKey)),
+        verification: await db.hot.rows(VERIFICATION_FOR_LENDER, ['vrf_rolling_deploy', lender.id]),
+      });
+
       const labels = reads().map((read) => read.label);
       assert.ok(labels.includes('principal_by_key_hash') && labels.includes('verification_for_lender'), labels.join('\n'));
       assert.ok(
@@ -62,20 +121,51 @@ for (const factory of testDatabases()) {
         labels.join('\n'),
       );
       if (db.dialect === 'postgres') assert.ok(labels.includes('principal_counting_requests'), labels.join('\n'));
-      // Several at once, so that every connection of the pool has prepared each.
-      const runAll = () =>
-        Promise.all(reads().flatMap((read) => Array.from({ length: 4 }, () => read.run().catch((error: Error) => `${read.label}: ${error.message}`))));
-      const failures = (answers: unknown[]) => answers.filter((answer) => typeof answer === 'string');
-      assert.deepEqual(failures(await runAll()), []);
-      assert.ok(tables.includes('lender_accounts') && tables.includes('verifications'), tables.join());
-      // Another process, a release later: its migration adds a column to each table.
-      const later = openDatabase(testDb.url);
-      try {
-        for (const table of tables) await later.knex.schema.alterTable(table, (t) => t.text('added_by_a_later_release'));
-      } finally {
-        await later.close();
-      }
-      assert.deepEqual(failures(await runAll()), []);
+      // One after another, so that each runs again on the connection that prepared it (the pool
+      // makes no second one for reads that never overlap).
+      const runAll = async () => {
+        const failures: string[] = [];
+        for (const read of reads()) await read.run().catch((error: Error) => failures.push(`${read.label}: ${error.message}`));
+        return failures;
+      };
+      assert.deepEqual(await runAll(), []);
+      const before = await answers();
+      assert.equal(before.principal?.lender.id, lender.id);
+      assert.equal(before.verification.length, 1);
+
+      await laterMigration(async (knex) => {
+        for (const table of tables) await knex.schema.alterTable(table, (t) => t.text('added_by_a_later_release'));
+      });
+      assert.deepEqual(await runAll(), []);
+      assert.deepEqual(await answers(), before);
+    });
+
+    it('prepares a statement again on another connection once a later migration changes the type of a column it answers', async function () {
+      if (db.dialect !== 'postgres') this.skip();
+      await db.knex.schema.createTable('stale_rows', (t) => {
+        t.string('id', 10).primary();
+        t.string('label', 10).notNullable();
+      });
+      await db.knex('stale_rows').insert({ id: 'a', label: 'first' });
+      const HOT = hotStatement('stale_rows_label', 'select "label" from "stale_rows" where "id" = ?');
+      const FIXED = fixedStatement('update "stale_rows" set "label" = ? where "id" = ? returning "label"');
+      const update = (label: string) => db.knex.transaction((trx) => runFixed<{ label: string }>(trx, FIXED, [label, 'a']));
+      const widenLabel = (length: number) =>
+        laterMigration((knex) => knex.schema.alterTable('stale_rows', (t) => t.string('label', length).notNullable().alter()));
+      // Each step one after another on the pool's one connection, as the pool lends it.
+
+      // A transaction's statement fails its transaction once; its connection is given up, so the
+      // next transaction prepares the statement again, on a new one.
+      assert.deepEqual(await update('second'), [{ label: 'second' }]);
+      await widenLabel(20);
+      await assert.rejects(update('third'), /cached plan must not change result type/);
+      assert.deepEqual(await update('fourth'), [{ label: 'fourth' }]);
+
+      // A hot read, which changes nothing before it is refused, is tried once more, prepared again
+      // on another connection.
+      assert.deepEqual(await db.hot.rows(HOT, ['a']), [{ label: 'fourth' }]);
+      await widenLabel(40);
+      assert.deepEqual(await db.hot.rows(HOT, ['a']), [{ label: 'fourth' }]);
     });
   });
 }

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
+import { giveUpConnection, isStalePreparedStatement } from './prepared-sql.ts';
 import { preparedNames, runFixed, writtenTable, type PreparedNames, type Binding, type FixedStatement } from './fixed-statements.ts';
 
 /**
@@ -109,15 +110,25 @@ export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
 
   override async query(connection: object, query: string | QueryObject): Promise<unknown> {
     const kept = keptWrites.get(connection);
-    if (!kept) return super.query(connection, asPrepared(query));
+    if (!kept) return this.send(connection, asPrepared(query));
     keptWrites.delete(connection);
     const statement: QueryObject = typeof query === 'string' ? { sql: query } : query;
     if (ROLLBACK.test(statement.sql)) return super.query(connection, query);
     if (CARRIER.test(statement.sql) && !kept.some((write) => names(statement.sql, write.table))) {
-      return super.query(connection, asPrepared({ ...statement, ...withQueries(kept, statement.sql, statement.bindings ?? []) }, [statement, ...kept]));
+      return this.send(connection, asPrepared({ ...statement, ...withQueries(kept, statement.sql, statement.bindings ?? []) }, [statement, ...kept]));
     }
     await this.sendAlone(connection, kept, statement.sql);
-    return super.query(connection, asPrepared(query));
+    return this.send(connection, asPrepared(query));
+  }
+
+  /** Sends through Knex's client; a connection one of whose prepared statements went stale is given up (prepared-sql.ts). */
+  private async send(connection: object, query: string | QueryObject): Promise<unknown> {
+    try {
+      return await super.query(connection, query);
+    } catch (error) {
+      if (isStalePreparedStatement(error)) giveUpConnection(connection, error);
+      throw error;
+    }
   }
 
   /**
@@ -129,7 +140,8 @@ export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
    */
   private async sendAlone(connection: object, kept: KeptWrite[], next: string | null): Promise<void> {
     try {
-      await super.query(connection, { ...withQueries(kept, 'select 1'), method: 'raw', options: {} });
+      // Named when every kept write is fixed: the carrier is always the same.
+      await this.send(connection, asPrepared({ ...withQueries(kept, 'select 1'), method: 'raw', options: {} }, kept));
     } catch (error) {
       if (next !== null && COMMIT.test(next)) {
         await super.query(connection, 'ROLLBACK').catch((rollbackError: unknown) => {

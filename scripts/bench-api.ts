@@ -2,7 +2,8 @@
 // the service with autocannon (50 connections, BENCH_SECONDS each, default 10) and print requests
 // per second, p99 latency and the ratio to bare Express for the status, tape and create endpoints.
 // Beside it, the same hello-world on the kind of HTTP server the service makes (http-server.ts), and
-// the service's ratios to that.
+// the service's ratios to that, and bare Express answering a request shaped as a creation (its JSON
+// parsed, an answer of a creation's size), a creation's floor on this stack.
 // Then the cost of metrics: the same endpoints on two service processes, one without METRICS_PORT
 // and one with it and scraped every second as Prometheus would (more often than its usual 15 s),
 // both loaded at the same time (half the connections each, ten rounds, medians) so whatever else
@@ -100,13 +101,65 @@ const BARE_EXPRESS_OWN_CLASSES = `
   http.createServer({ IncomingMessage: ExpressRequest, ServerResponse: ExpressResponse }, app).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-async function loadBare(name: string, source: string): Promise<Measurement> {
+/**
+ * What bare Express spends on a request shaped as a creation, with nothing behind it: the same
+ * headers and JSON body in, parsed, and an answer of a creation's size out, with its Location. A
+ * creation's floor on this stack before any of the service's own work; docs/performance.md reads it
+ * beside the creation's SQLite time (`profile:api -- create --sqlite-statements`).
+ */
+const BARE_EXPRESS_POST = `
+  const express = require('express');
+  const app = express();
+  app.use(express.json());
+  const answer = ${JSON.stringify({
+    verification_id: 'vrf_0000000000000000000000',
+    status: 'completed',
+    obligor_reference: 'demo_prime_multi',
+    creator_platforms: ['youtube', 'stripe'],
+    lender_name: 'Benchmark Lender',
+    product_type: 'rbf',
+    consent_url: '',
+    expires_at: '2026-12-04T16:56:48.267Z',
+    created_at: '2026-11-27T16:56:48.267Z',
+    updated_at: '2026-11-27T16:56:48.267Z',
+    completed_at: '2026-11-27T16:56:48.267Z',
+    failure_reason: null,
+    platform_connections: [
+      { platform: 'youtube', status: 'connected' },
+      { platform: 'stripe', status: 'connected' },
+    ],
+    schema_version: '2.0.0',
+  })};
+  app.get('/hello', (req, res) => res.json({ hello: 'world' }));
+  app.post('/verifications', (req, res) => {
+    res.status(201).location('/verifications/' + answer.verification_id).json({ ...answer, obligor_reference: req.body.obligor_reference });
+  });
+  app.listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+async function loadBare(
+  name: string,
+  source: string,
+  options: (base: string) => autocannon.Options = (base) => ({ url: `${base}/hello` }),
+): Promise<Measurement> {
   const port = await freePort();
   const bare = run(['-e', source], { PORT: String(port) });
   await waitReady(`http://127.0.0.1:${port}/hello`, bare);
-  const measured = await load(name, { url: `http://127.0.0.1:${port}/hello` });
+  const measured = await load(name, options(`http://127.0.0.1:${port}`));
   await stop(bare);
   return measured;
+}
+
+/** A creation of the synthetic creator, each request with an Idempotency-Key of its own. */
+function creationOptions(url: string, headers: Record<string, string>): autocannon.Options {
+  return {
+    url,
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }),
+    // A fresh Idempotency-Key per request, or every request after the first would be a replay.
+    requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, headers: { ...headers, 'idempotency-key': randomUUID() } }) }],
+  };
 }
 
 async function main(): Promise<void> {
@@ -126,6 +179,9 @@ async function main(): Promise<void> {
     // BENCH_ONLY=metrics or BENCH_ONLY=request-log: that cost alone.
     if (!only) {
       const ownClasses = await loadBare("the same, on the service's kind of server", BARE_EXPRESS_OWN_CLASSES);
+      const barePost = await loadBare('bare Express 5 POST, a creation in and out', BARE_EXPRESS_POST, (base) =>
+        creationOptions(`${base}/verifications`, { authorization: 'Bearer not-checked', 'content-type': 'application/json' }),
+      );
       for (const database of databases) {
         const service = await startBenchService(dir, 'service', { DATABASE_URL: database.url });
         services.push(service);
@@ -134,7 +190,7 @@ async function main(): Promise<void> {
         for (const endpoint of endpointsOf(service)) results.push(await load(endpoint.name, endpoint.options));
         const peakMb = rss.stop() / 1024;
         await stop(service.child);
-        printRatios(database.label, baseline, ownClasses, results, peakMb);
+        printRatios(database.label, baseline, ownClasses, barePost, results, peakMb);
       }
     }
     for (const cost of costs) if (!only || only === cost.name) await costOf(dir, services, cost);
@@ -150,7 +206,7 @@ const GOALS: Record<string, number> = {
   'POST /verifications (synthetic creator)': 0.2,
 };
 
-function printRatios(database: string, baseline: Measurement, ownClasses: Measurement, results: Measurement[], peakRssMb: number): void {
+function printRatios(database: string, baseline: Measurement, ownClasses: Measurement, barePost: Measurement, results: Measurement[], peakRssMb: number): void {
   // The latency goal is relative too: at most twice bare Express's p99 in the same run.
   const p99Goal = 2 * baseline.p99;
   console.log(`\nThe service on ${database}`);
@@ -168,6 +224,10 @@ function printRatios(database: string, baseline: Measurement, ownClasses: Measur
     `${ownClasses.name.padEnd(42)} ${ownClasses.rps.toFixed(0).padStart(9)} ${String(ownClasses.p99).padStart(7)} ${(ownClasses.rps / baseline.rps).toFixed(2).padStart(6)}${' '.repeat(24)}${ownClasses.errors}`,
   );
   console.log(`  the service's ratios to it: ${results.map((r) => `${r.name} ${(r.rps / ownClasses.rps).toFixed(2)}`).join(', ')}`);
+  console.log(
+    `${barePost.name.padEnd(42)} ${barePost.rps.toFixed(0).padStart(9)} ${String(barePost.p99).padStart(7)} ${(barePost.rps / baseline.rps).toFixed(2).padStart(6)}${' '.repeat(24)}${barePost.errors}`,
+  );
+  console.log('  (a creation with nothing behind it: the most a creation can be on this stack, before its own work)');
   console.log(`peak RSS of the service process under this load: ${peakRssMb.toFixed(0)} MB (goal ≤ 250 MB) ${peakRssMb <= 250 ? 'met' : 'MISSED'}`);
 }
 
@@ -235,17 +295,7 @@ function endpointsOf(service: BenchService): Array<{ name: string; options: auto
   return [
     { name: 'GET /verifications/{id}', options: { url: `${base}/verifications/${id}`, headers } },
     { name: 'GET /verifications/{id}/tape', options: { url: `${base}/verifications/${id}/tape`, headers } },
-    {
-      name: 'POST /verifications (synthetic creator)',
-      options: {
-        url: `${base}/verifications`,
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] }),
-        // A fresh Idempotency-Key per request, or every request after the first would be a replay.
-        requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, headers: { ...headers, 'idempotency-key': randomUUID() } }) }],
-      },
-    },
+    { name: 'POST /verifications (synthetic creator)', options: creationOptions(`${base}/verifications`, headers) },
   ];
 }
 

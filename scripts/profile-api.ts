@@ -190,6 +190,8 @@ async function main(): Promise<void> {
     DATABASE_URL: process.env.PROFILE_DATABASE_URL ?? `sqlite:${join(dir, 'profile.sqlite')}`,
     SERVICE_MODE: 'sandbox',
     LOG_LEVEL: 'warn',
+    // One process, whose main thread the profile and the statement times are of.
+    WEB_CONCURRENCY: '1',
     ...(metricsPort ? { METRICS_PORT: String(metricsPort), METRICS_TOKEN: metricsToken } : {}),
   };
   const timer = ['--import', new URL('./support/sqlite-statement-timer.mjs', import.meta.url).pathname];

@@ -17,7 +17,7 @@ interface LenderRow {
   deactivated_at?: string | null;
 }
 
-/** A lender's columns as the prepared reads name them (hot-statements.ts says why not `l.*`). */
+/** A lender's columns as the prepared reads name them (prepared-sql.ts says why not `l.*`). */
 const LENDER_COLUMNS = [
   'id',
   'name',

@@ -113,7 +113,7 @@ interface VerificationRow {
   tape_schema_version: string | null;
 }
 
-/** A verification's columns as the prepared read names them (hot-statements.ts says why not `v.*`). */
+/** A verification's columns as the prepared read names them (prepared-sql.ts says why not `v.*`). */
 const VERIFICATION_COLUMNS = [
   'id',
   'lender_id',

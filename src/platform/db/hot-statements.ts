@@ -151,7 +151,8 @@ export function postgresHotStatements(knex: Knex, kindOf: (error: unknown) => st
       try {
         return await runOnce<Row>(statement, params);
       } catch (error) {
-        // Refused before it ran (prepared-sql.ts): once more, prepared again on another connection.
+        // Refused before it ran (prepared-sql.ts): once more, on a connection made since, which
+        // prepares it again (every older one was given up with this one).
         if (!isStalePreparedStatement(error)) return countError(error, kindOf);
         return runOnce<Row>(statement, params).catch((again: unknown) => countError(again, kindOf));
       }

@@ -12,7 +12,11 @@
  * prepares it again on a new one.
  */
 
-/** Refuses SQL that answers `*`: unqualified after a space or comma, or qualified (`t.*`, `"t".*`). */
+/**
+ * Refuses SQL that answers `*`: unqualified after a space or comma, or qualified (`t.*`, `"t".*`),
+ * before a comma, `from`, a parenthesis or the end. Written for the service's own SQL: it also
+ * refuses `count( * )`, and does not look for a schema-qualified `s.t.*` or `(t).*`.
+ */
 const ANSWERS_STAR = /(?:(?:^|[\s,])\*|(?:^|[\s,(])(?:\w+|"[^"]+")\.\*)\s*(?:,|\bfrom\b|\)|$)/i;
 
 export function assertNamesItsColumns(sql: string): void {
@@ -26,15 +30,48 @@ export function columnsOf(alias: string, columns: readonly string[]): string {
 
 /**
  * Whether PostgreSQL refused a prepared statement that the connection holds: its plan no longer
- * answers the types it was prepared with (0A000, that message), or the statement is gone (26000: pg
- * still thinks it prepared, as after a failed bind).
+ * answers the types it was prepared with (0A000 from RevalidateCachedQuery; its message, in case the
+ * routine is not reported, in English only), or the statement is gone (26000: pg still thinks it
+ * prepared, as after a failed bind).
  */
 export function isStalePreparedStatement(error: unknown): boolean {
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  return code === '26000' || (code === '0A000' && typeof message === 'string' && message.includes('cached plan must not change result type'));
+  const { code, routine, message } = (error ?? {}) as { code?: unknown; routine?: unknown; message?: unknown };
+  if (code === '26000') return true;
+  return (
+    code === '0A000' && (routine === 'RevalidateCachedQuery' || (typeof message === 'string' && message.includes('cached plan must not change result type')))
+  );
 }
 
-/** Marks a pg connection for Knex's pool to close instead of lending it again (its prepared statements with it). */
+/**
+ * Connections are counted in generations: a stale prepared statement means a migration changed the
+ * tables under every connection made before it, so every one of them is given up, not only the one
+ * that found out (each would otherwise fail a request of its own first).
+ */
+let generation = 0;
+let givenUp = 0;
+const generationOf = new WeakMap<object, number>();
+
+/** Notes a connection as made now: it prepares its statements against the tables as they are. */
+export function noteConnectionMade(connection: object): void {
+  generationOf.set(connection, generation);
+}
+
+/** Whether the pool may lend the connection again: made since the last stale statement seen. */
+export function madeSinceLastStale(connection: object): boolean {
+  return (generationOf.get(connection) ?? generation) === generation;
+}
+
+/**
+ * Gives up the connection, for Knex's pool to close instead of lending it again (its prepared
+ * statements with it), and every connection made before it, at their next loan.
+ */
 export function giveUpConnection(connection: unknown, error: unknown): void {
   (connection as { __knex__disposed?: unknown }).__knex__disposed = error;
+  generation++;
+  givenUp++;
+}
+
+/** How many connections were given up for a stale statement (tests). */
+export function connectionsGivenUp(): number {
+  return givenUp;
 }

@@ -9,7 +9,7 @@ import { VERIFICATION_FOR_LENDER } from '../../verifications/verifications-repos
 import { openDatabase, type Database } from './database.ts';
 import { fixedStatement, preparedNames, runFixed } from './fixed-statements.ts';
 import { hotStatement, hotStatementsMade } from './hot-statements.ts';
-import { assertNamesItsColumns } from './prepared-sql.ts';
+import { assertNamesItsColumns, connectionsGivenUp } from './prepared-sql.ts';
 
 describe('statements prepared once per connection', () => {
   it('refuses one that answers * instead of naming its columns', () => {
@@ -128,6 +128,7 @@ for (const factory of testDatabases()) {
         for (const read of reads()) await read.run().catch((error: Error) => failures.push(`${read.label}: ${error.message}`));
         return failures;
       };
+      const givenUpBefore = connectionsGivenUp();
       assert.deepEqual(await runAll(), []);
       const before = await answers();
       assert.equal(before.principal?.lender.id, lender.id);
@@ -138,6 +139,8 @@ for (const factory of testDatabases()) {
       });
       assert.deepEqual(await runAll(), []);
       assert.deepEqual(await answers(), before);
+      // None went stale: no hot read was saved by its retry.
+      assert.equal(connectionsGivenUp(), givenUpBefore);
     });
 
     it('prepares a statement again on another connection once a later migration changes the type of a column it answers', async function () {
@@ -152,6 +155,8 @@ for (const factory of testDatabases()) {
       const update = (label: string) => db.knex.transaction((trx) => runFixed<{ label: string }>(trx, FIXED, [label, 'a']));
       const widenLabel = (length: number) =>
         laterMigration((knex) => knex.schema.alterTable('stale_rows', (t) => t.string('label', length).notNullable().alter()));
+      assert.ok(preparedNames.of(FIXED.sql), 'the update is prepared under a name');
+      const givenUpBefore = connectionsGivenUp();
       // Each step one after another on the pool's one connection, as the pool lends it.
 
       // A transaction's statement fails its transaction once; its connection is given up, so the
@@ -166,6 +171,24 @@ for (const factory of testDatabases()) {
       assert.deepEqual(await db.hot.rows(HOT, ['a']), [{ label: 'fourth' }]);
       await widenLabel(40);
       assert.deepEqual(await db.hot.rows(HOT, ['a']), [{ label: 'fourth' }]);
+      assert.equal(connectionsGivenUp(), givenUpBefore + 2);
+
+      // Two connections that both prepared the read: the first to find it stale gives up the other
+      // too, so the retry does not land on it.
+      type PgConnection = { query(query: { name: string; text: string; values: unknown[] }): Promise<unknown> };
+      const pool = db.knex.client as unknown as { acquireConnection(): Promise<PgConnection>; releaseConnection(connection: PgConnection): Promise<unknown> };
+      const older = await Promise.all([pool.acquireConnection(), pool.acquireConnection()]);
+      assert.notEqual(older[0], older[1]);
+      for (const connection of older) await connection.query({ name: HOT.name, text: HOT.sql.replace('?', '$1'), values: ['a'] });
+      for (const connection of older) await pool.releaseConnection(connection);
+      await widenLabel(60);
+      assert.deepEqual(await db.hot.rows(HOT, ['a']), [{ label: 'fourth' }]);
+      const lent = await Promise.all([pool.acquireConnection(), pool.acquireConnection()]);
+      for (const connection of lent) await pool.releaseConnection(connection);
+      assert.ok(
+        lent.every((connection) => !older.includes(connection)),
+        'a connection made before the stale statement was lent again',
+      );
     });
   });
 }

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
-import { giveUpConnection, isStalePreparedStatement } from './prepared-sql.ts';
+import { giveUpConnection, isStalePreparedStatement, madeSinceLastStale, noteConnectionMade } from './prepared-sql.ts';
 import { preparedNames, runFixed, writtenTable, type PreparedNames, type Binding, type FixedStatement } from './fixed-statements.ts';
 
 /**
@@ -66,6 +66,8 @@ type QueryObject = { sql: string; bindings?: readonly unknown[]; method?: string
 
 interface PostgresClient {
   query(connection: object, query: string | QueryObject): Promise<unknown>;
+  acquireRawConnection(): Promise<object>;
+  validateConnection(connection: object): boolean;
 }
 type ClientClass = new (config: Knex.Config) => PostgresClient;
 
@@ -93,6 +95,17 @@ export class PostgresKeepingWrites extends KnexPostgres implements WriteKeeper {
   constructor(config: Knex.Config) {
     // Knex picks the dialect from `client`; the rest of the service reads it as 'pg'.
     super({ ...config, client: 'pg' });
+  }
+
+  override async acquireRawConnection(): Promise<object> {
+    const connection = await super.acquireRawConnection();
+    noteConnectionMade(connection);
+    return connection;
+  }
+
+  /** Knex's pool asks before each loan: a connection made before a stale prepared statement was seen is closed (prepared-sql.ts). */
+  override validateConnection(connection: object): boolean {
+    return super.validateConnection(connection) && madeSinceLastStale(connection);
   }
 
   async keepWrite(connection: object, write: KeptWrite): Promise<void> {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { CountedWindows, WindowCounts } from '../platform/rate-limit-windows.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
-import { columnsOf } from '../platform/db/prepared-sql.ts';
+import { columnsOf, everyColumnOf } from '../platform/db/prepared-sql.ts';
 import type { ApiKeyRecord, Jurisdiction, LenderAccount, Plan, Principal, Role } from './model.ts';
 
 interface LenderRow {
@@ -18,7 +18,7 @@ interface LenderRow {
 }
 
 /** A lender's columns as the prepared reads name them (prepared-sql.ts says why not `l.*`). */
-const LENDER_COLUMNS = [
+const LENDER_COLUMNS = everyColumnOf<LenderRow>()(
   'id',
   'name',
   'plan',
@@ -29,10 +29,7 @@ const LENDER_COLUMNS = [
   'created_at',
   'updated_at',
   'deactivated_at',
-] as const satisfies ReadonlyArray<keyof LenderRow>;
-// Fails to compile when LenderRow gains a column the list does not name.
-const everyLenderColumn: Record<Exclude<keyof LenderRow, (typeof LENDER_COLUMNS)[number]>, never> = {};
-void everyLenderColumn;
+);
 
 interface KeyRow {
   id: string;

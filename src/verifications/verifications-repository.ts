@@ -6,7 +6,7 @@ import type { ScoredTape } from './scoring.ts';
 import type { Dialect } from '../platform/db/database.ts';
 import { inUnitOfWork, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
-import { columnsOf } from '../platform/db/prepared-sql.ts';
+import { columnsOf, everyColumnOf } from '../platform/db/prepared-sql.ts';
 import { fixedInsertOf, fixedStatement, runFixed } from '../platform/db/fixed-statements.ts';
 import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
 import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platform/events/outbox.ts';
@@ -114,7 +114,7 @@ interface VerificationRow {
 }
 
 /** A verification's columns as the prepared read names them (prepared-sql.ts says why not `v.*`). */
-const VERIFICATION_COLUMNS = [
+const VERIFICATION_COLUMNS = everyColumnOf<VerificationRow>()(
   'id',
   'lender_id',
   'obligor_reference',
@@ -131,10 +131,7 @@ const VERIFICATION_COLUMNS = [
   'updated_at',
   'completed_at',
   'tape_schema_version',
-] as const satisfies ReadonlyArray<keyof VerificationRow>;
-// Fails to compile when VerificationRow gains a column the list does not name.
-const everyVerificationColumn: Record<Exclude<keyof VerificationRow, (typeof VERIFICATION_COLUMNS)[number]>, never> = {};
-void everyVerificationColumn;
+);
 
 interface OverlayRow {
   id: string;

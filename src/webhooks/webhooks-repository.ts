@@ -3,6 +3,7 @@ import type { Dialect } from '../platform/db/database.ts';
 import { chunks } from '../platform/db/chunks.ts';
 import { fixedInsertOf, fixedStatement, runFixed } from '../platform/db/fixed-statements.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
+import { everyColumnOf } from '../platform/db/prepared-sql.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
 
@@ -173,7 +174,7 @@ export const ANY_DELIVERY_DUE = hotStatement(
 
 // Every event a state change records runs these (fixed-statements.ts says why they are written out).
 /** An endpoint's columns as the prepared read names them (prepared-sql.ts says why not `*`). */
-const ENDPOINT_COLUMNS = [
+const ENDPOINT_COLUMNS = everyColumnOf<EndpointRow>()(
   'id',
   'lender_id',
   'url',
@@ -182,10 +183,7 @@ const ENDPOINT_COLUMNS = [
   'previous_secret_ciphertext',
   'previous_secret_expires_at',
   'created_at',
-] as const satisfies ReadonlyArray<keyof EndpointRow>;
-// Fails to compile when EndpointRow gains a column the list does not name.
-const everyEndpointColumn: Record<Exclude<keyof EndpointRow, (typeof ENDPOINT_COLUMNS)[number]>, never> = {};
-void everyEndpointColumn;
+);
 const LIVE_ENDPOINTS_OF_LENDER = fixedStatement(
   `select ${ENDPOINT_COLUMNS.map((column) => `"${column}"`).join(', ')} from "webhook_endpoints" where "lender_id" = ? and "deleted_at" is null`,
 );

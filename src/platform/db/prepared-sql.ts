@@ -23,6 +23,16 @@ export function assertNamesItsColumns(sql: string): void {
   if (ANSWERS_STAR.test(sql)) throw new Error(`a prepared statement names the columns it reads, not *: ${sql}`);
 }
 
+/**
+ * Every column of `Row`, as a statement names them: `everyColumnOf<Row>()('a', 'b')` does not
+ * compile when `Row` has a column the list leaves out, or the list one `Row` lacks.
+ */
+export function everyColumnOf<Row>() {
+  return <const Columns extends ReadonlyArray<keyof Row & string>>(
+    ...columns: Columns & ([Exclude<keyof Row, Columns[number]>] extends [never] ? unknown : { missing: Exclude<keyof Row, Columns[number]> })
+  ): Columns => columns;
+}
+
 /** Lists `columns` of the table known as `alias`, for a statement that names the columns it reads. */
 export function columnsOf(alias: string, columns: readonly string[]): string {
   return columns.map((column) => `${alias}.${column}`).join(', ');

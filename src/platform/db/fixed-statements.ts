@@ -33,7 +33,7 @@ export function writtenTable(sql: string): string | undefined {
  * The names PostgreSQL keeps fixed texts prepared under. On PostgreSQL a fixed statement is sent as a
  * named prepared statement (writes-with-next-statement.ts), which each connection parses and plans
  * once, instead of on every creation: under creation load PostgreSQL's own CPU per creation fell
- * from 1.74 to 1.19 ms (docs/performance.md, "Fixed statements prepared on PostgreSQL"). A text
+ * from 1.71-1.82 to 1.17-1.28 ms (docs/performance.md, "Fixed statements prepared on PostgreSQL"). A text
  * made only of fixed statements (kept writes, in front of the statement that carries them or sent
  * alone) is named too. A name is made from the text's hash, so it means the same SQL in every
  * process and release (it names the statement's spans in traces, too).

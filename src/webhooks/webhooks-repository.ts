@@ -3,7 +3,7 @@ import type { Dialect } from '../platform/db/database.ts';
 import { chunks } from '../platform/db/chunks.ts';
 import { fixedInsertOf, fixedStatement, runFixed } from '../platform/db/fixed-statements.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
-import { everyColumnOf } from '../platform/db/prepared-sql.ts';
+import { columnsOf, everyColumnOf } from '../platform/db/prepared-sql.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
 
@@ -172,7 +172,6 @@ export const ANY_DELIVERY_DUE = hotStatement(
      or exists (select 1 from webhook_deliveries where status = 'sending' and locked_until < ?)`,
 );
 
-// Every event a state change records runs these (fixed-statements.ts says why they are written out).
 /** An endpoint's columns as the prepared read names them (prepared-sql.ts says why not `*`). */
 const ENDPOINT_COLUMNS = everyColumnOf<EndpointRow>()(
   'id',
@@ -184,8 +183,10 @@ const ENDPOINT_COLUMNS = everyColumnOf<EndpointRow>()(
   'previous_secret_expires_at',
   'created_at',
 );
+
+// Every event a state change records runs these (fixed-statements.ts says why they are written out).
 const LIVE_ENDPOINTS_OF_LENDER = fixedStatement(
-  `select ${ENDPOINT_COLUMNS.map((column) => `"${column}"`).join(', ')} from "webhook_endpoints" where "lender_id" = ? and "deleted_at" is null`,
+  `select ${columnsOf('w', ENDPOINT_COLUMNS)} from "webhook_endpoints" w where w.lender_id = ? and w.deleted_at is null`,
 );
 const INSERT_EVENT_BODY = fixedStatement('insert into "webhook_events" ("event_id", "lender_id", "body") values (?, ?, ?)');
 const INSERT_DELIVERIES = fixedInsertOf('webhook_deliveries', [

@@ -7,6 +7,26 @@ describe('random identifiers', () => {
     assert.match(newId('vrf'), /^vrf_[0-9A-Za-z]{20}$/);
   });
 
+  it('starts an id with its millisecond, so later ids sort after earlier ones under any collation', () => {
+    // From 2001 to 2059, across every carry of the base36 digits: a byte-wise order (SQLite, the C
+    // collation) and a language's order (PostgreSQL's usual en_US, which sorts `a` before `B`) agree.
+    const times = [1e12, 1e12 + 1, 1e12 + 35, 1e12 + 36, 1e12 + 1295, 1e12 + 1296, 1764270000000, 36 ** 8 - 1];
+    const ids = times.map((time) => newId('vrf', time));
+    for (const id of ids) assert.match(id, /^vrf_[0-9A-Z]{8}[0-9A-Za-z]{12}$/);
+    const collator = new Intl.Collator('en-US');
+    for (let i = 1; i < ids.length; i++) {
+      assert.ok(ids[i - 1]! < ids[i]!, `${ids[i - 1]} sorts before ${ids[i]} byte-wise`);
+      assert.ok(collator.compare(ids[i - 1]!, ids[i]!) < 0, `${ids[i - 1]} sorts before ${ids[i]} in en-US`);
+    }
+    assert.equal(newId('evt', 1e12).slice(0, 12), 'evt_CRE66I9S', 'the millisecond 10^12 in base36');
+  });
+
+  it('keeps ids of one millisecond apart by their random part', () => {
+    const ids = Array.from({ length: 10_000 }, () => newId('evt', 1764270000000));
+    assert.equal(new Set(ids).size, ids.length);
+    assert.equal(new Set(ids.map((id) => id.slice(0, 12))).size, 1);
+  });
+
   it('never repeats across many refills of the byte pool, and uses every character about equally', () => {
     // 2,000 consent tokens use about 90,000 random bytes: some twenty refills of the 4 KiB pool.
     const tokens = Array.from({ length: 2_000 }, () => randomBase62(43));

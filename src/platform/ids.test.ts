@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { newId, randomBase62 } from './ids.ts';
+import { newId, newIdAt, randomBase62 } from './ids.ts';
 
 describe('random identifiers', () => {
   it('draws text of the length asked for, from the base62 alphabet only', () => {
@@ -7,22 +7,33 @@ describe('random identifiers', () => {
     assert.match(newId('vrf'), /^vrf_[0-9A-Za-z]{20}$/);
   });
 
-  it('starts an id with its millisecond, so later ids sort after earlier ones under any collation', () => {
-    // From 2001 to 2059, across every carry of the base36 digits: a byte-wise order (SQLite, the C
-    // collation) and a language's order (PostgreSQL's usual en_US, which sorts `a` before `B`) agree.
-    const times = [1e12, 1e12 + 1, 1e12 + 35, 1e12 + 36, 1e12 + 1295, 1e12 + 1296, 1764270000000, 36 ** 8 - 1];
-    const ids = times.map((time) => newId('vrf', time));
+  it('starts an id with its millisecond, so later ids sort after earlier ones byte-wise and in en-US', () => {
+    // From 1994 to 2059, across carries from 9 to A and from Z to the next digit: a byte-wise order
+    // (SQLite, PostgreSQL's C collation) and an English one (where `a` sorts before `B`) agree.
+    const digit = 36 ** 7;
+    const times = [10 * digit - 1, 10 * digit, 11 * digit - 1, 11 * digit, 1e12, 1e12 + 1, 1764270000000, 36 ** 8 - 1];
+    const ids = times.map((time) => newIdAt('vrf', time));
+    assert.equal(ids[0]!.slice(0, 12), 'vrf_9ZZZZZZZ');
+    assert.equal(ids[1]!.slice(0, 12), 'vrf_A0000000');
     for (const id of ids) assert.match(id, /^vrf_[0-9A-Z]{8}[0-9A-Za-z]{12}$/);
     const collator = new Intl.Collator('en-US');
     for (let i = 1; i < ids.length; i++) {
       assert.ok(ids[i - 1]! < ids[i]!, `${ids[i - 1]} sorts before ${ids[i]} byte-wise`);
       assert.ok(collator.compare(ids[i - 1]!, ids[i]!) < 0, `${ids[i - 1]} sorts before ${ids[i]} in en-US`);
     }
-    assert.equal(newId('evt', 1e12).slice(0, 12), 'evt_CRE66I9S', 'the millisecond 10^12 in base36');
+    assert.equal(newIdAt('evt', 1e12).slice(0, 12), 'evt_CRE66I9S', 'the millisecond 10^12 in base36');
+  });
+
+  it('takes the millisecond from the wall clock', () => {
+    const before = Date.now();
+    const id = newId('lnd');
+    const after = Date.now();
+    const at = parseInt(id.slice(4, 12), 36);
+    assert.ok(before <= at && at <= after, `${id} made between ${before} and ${after}`);
   });
 
   it('keeps ids of one millisecond apart by their random part', () => {
-    const ids = Array.from({ length: 10_000 }, () => newId('evt', 1764270000000));
+    const ids = Array.from({ length: 10_000 }, () => newIdAt('evt', 1764270000000));
     assert.equal(new Set(ids).size, ids.length);
     assert.equal(new Set(ids.map((id) => id.slice(0, 12))).size, 1);
   });

@@ -79,7 +79,7 @@ export function giveUpConnection(connection: unknown, error: unknown): void {
   generation++;
 }
 
-/** How many connections were given up for a stale statement (tests): one per generation. */
-export function connectionsGivenUp(): number {
+/** How many stale prepared statements were seen (tests): each began a generation, however many connections it gave up. */
+export function staleStatementsSeen(): number {
   return generation;
 }

@@ -9,7 +9,7 @@ import { VERIFICATION_FOR_LENDER } from '../../verifications/verifications-repos
 import { openDatabase, type Database } from './database.ts';
 import { fixedStatement, preparedNames, runFixed } from './fixed-statements.ts';
 import { hotStatement, hotStatementsMade } from './hot-statements.ts';
-import { assertNamesItsColumns, connectionsGivenUp } from './prepared-sql.ts';
+import { assertNamesItsColumns, staleStatementsSeen } from './prepared-sql.ts';
 
 describe('statements prepared once per connection', () => {
   it('refuses one that answers * instead of naming its columns', () => {
@@ -128,7 +128,7 @@ for (const factory of testDatabases()) {
         for (const read of reads()) await read.run().catch((error: Error) => failures.push(`${read.label}: ${error.message}`));
         return failures;
       };
-      const givenUpBefore = connectionsGivenUp();
+      const staleBefore = staleStatementsSeen();
       assert.deepEqual(await runAll(), []);
       const before = await answers();
       assert.equal(before.principal?.lender.id, lender.id);
@@ -140,7 +140,7 @@ for (const factory of testDatabases()) {
       assert.deepEqual(await runAll(), []);
       assert.deepEqual(await answers(), before);
       // None went stale: no hot read was saved by its retry.
-      assert.equal(connectionsGivenUp(), givenUpBefore);
+      assert.equal(staleStatementsSeen(), staleBefore);
     });
 
     it('prepares a statement again on another connection once a later migration changes the type of a column it answers', async function () {
@@ -156,7 +156,7 @@ for (const factory of testDatabases()) {
       const widenLabel = (length: number) =>
         laterMigration((knex) => knex.schema.alterTable('stale_rows', (t) => t.string('label', length).notNullable().alter()));
       assert.ok(preparedNames.of(FIXED.sql), 'the update is prepared under a name');
-      const givenUpBefore = connectionsGivenUp();
+      const staleBefore = staleStatementsSeen();
       // Each step one after another on the pool's one connection, as the pool lends it.
 
       // A transaction's statement fails its transaction once; its connection is given up, so the
@@ -171,7 +171,7 @@ for (const factory of testDatabases()) {
       assert.deepEqual(await db.hot.rows(HOT, ['a']), [{ label: 'fourth' }]);
       await widenLabel(40);
       assert.deepEqual(await db.hot.rows(HOT, ['a']), [{ label: 'fourth' }]);
-      assert.equal(connectionsGivenUp(), givenUpBefore + 2);
+      assert.equal(staleStatementsSeen(), staleBefore + 2);
 
       // Two connections that both prepared the read: the first to find it stale gives up the other
       // too, so the retry does not land on it.

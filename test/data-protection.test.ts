@@ -12,7 +12,7 @@ import { adminContext, startService, type Service } from '../src/service.ts';
 import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
 import { providerEnv } from './simulators/provider-env.ts';
 import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
-import { pressOnProviderPage } from './support/provider-page.ts';
+import { bindingCookieOf, pressOnProviderPage } from './support/provider-page.ts';
 import { testDatabases, type TestDatabase } from './support/test-databases.ts';
 import { makeTestCertificates, TestReceiver, type TestCertificates } from './support/test-receiver.ts';
 
@@ -94,7 +94,8 @@ for (const factory of testDatabases()) {
       const start = await request(service.app).post(`${path}/connect/${platform}`);
       assert.equal(start.status, 303, start.text);
       const callback = await pressOnProviderPage(start.headers.location!, button, account);
-      assert.equal((await request(service.app).get(`${callback.pathname}${callback.search}`)).status, 303);
+      const back = await request(service.app).get(`${callback.pathname}${callback.search}`).set('Cookie', bindingCookieOf(start.headers['set-cookie']));
+      assert.equal(back.status, 303);
     };
     /** A creator who connected YouTube and Stripe and whose verification completed, with the identifiers that name them. */
     const connectedCreator = async () => {

@@ -7,7 +7,7 @@ import { runAdmin } from '../src/admin/run-admin.ts';
 import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
 import { providerEnv } from './simulators/provider-env.ts';
 import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
-import { pressOnProviderPage } from './support/provider-page.ts';
+import { bindingCookieOf, pressOnProviderPage } from './support/provider-page.ts';
 import { startServerProcess } from './support/server-process.ts';
 import { testDatabases, type TestDatabase } from './support/test-databases.ts';
 
@@ -82,7 +82,7 @@ for (const factory of testDatabases()) {
       const connect = await fetch(`${consentUrl}/connect/stripe`, { method: 'POST', redirect: 'manual' });
       assert.equal(connect.status, 303);
       const callback = await pressOnProviderPage(connect.headers.get('location')!, 'Connect', accountId);
-      assert.equal((await fetch(callback, { redirect: 'manual' })).status, 303);
+      assert.equal((await fetch(callback, { redirect: 'manual', headers: { cookie: bindingCookieOf(connect.headers.getSetCookie()) } })).status, 303);
       assert.equal((await fetch(`${consentUrl}/complete`, { method: 'POST', redirect: 'manual' })).status, 303);
       for (let i = 0; i < 100; i++) {
         const status = ((await (await call(base, lenderKey, `/api/v1/verifications/${id}`)).json()) as { status: string }).status;

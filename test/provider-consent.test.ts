@@ -11,7 +11,7 @@ import { adminContext, startService, type Service } from '../src/service.ts';
 import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
 import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
 import { providerEnv } from './simulators/provider-env.ts';
-import { pressOnProviderPage } from './support/provider-page.ts';
+import { bindingCookieOf, pressOnProviderPage } from './support/provider-page.ts';
 
 const PUBLIC_BASE_URL = 'https://verify.lender.example';
 
@@ -72,7 +72,7 @@ for (const factory of testDatabases()) {
       assert.equal(start.status, 303, start.text);
       const callback = await pressOnProviderPage(start.headers.location!, button, account);
       assert.equal(callback.origin, PUBLIC_BASE_URL);
-      return request(service.app).get(`${callback.pathname}${callback.search}`);
+      return request(service.app).get(`${callback.pathname}${callback.search}`).set('Cookie', bindingCookieOf(start.headers['set-cookie']));
     };
     const completeAndCollect = async (id: string, path: string) => {
       assert.equal((await request(service.app).post(`${path}/complete`)).status, 303);
@@ -174,6 +174,52 @@ for (const factory of testDatabases()) {
       const done = await completeAndCollect(id, path);
       assert.deepEqual([done.status, done.failure_reason], ['failed', 'timeout']);
     });
+
+    // RFC 9700, 4.7: the state alone let an applicant have someone else's account connected to their
+    // own link by handing over the authorization URL. The round trip is bound to the browser that began it.
+    for (const [platform, name, button] of [
+      ['youtube', 'YouTube', 'Allow'],
+      ['stripe', 'Stripe', 'Connect'],
+    ] as const) {
+      it(`connects nothing when the ${name} round trip comes back without the binding cookie of the browser that began it, or with another`, async () => {
+        const account = platform === 'youtube' ? `victim-${randomUUID()}@example.org` : `acct_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+        if (platform === 'youtube') google.addAccount({ email: account, channelId: `UC${randomUUID().slice(0, 8)}`, currency: 'EUR', monthlyRevenue: {} });
+        else stripe.addAccount({ accountId: account, email: `billing-${randomUUID()}@example.org`, transactions: [] });
+        const { id, path } = await create([platform]);
+        const start = await request(service.app).post(`${path}/connect/${platform}`);
+        const binding = bindingCookieOf(start.headers['set-cookie']);
+        const set = [start.headers['set-cookie'] ?? []].flat().find((c) => c.startsWith('consent_oauth_'))!;
+        assert.match(set, new RegExp(`Path=/consent/oauth/${platform}/callback`));
+        assert.match(set, /HttpOnly/);
+        assert.match(set, /SameSite=Lax/);
+        const expires = Date.parse(/Expires=([^;]+)/.exec(set)![1]!);
+        assert.ok(expires > Date.now() && expires <= Date.now() + 15 * 60 * 1000 + 1000, `short-lived: ${set}`);
+
+        // Another browser: no cookie at all, then one that began a round trip of its own.
+        const callback = await pressOnProviderPage(start.headers.location!, button, account);
+        const elsewhere = await request(service.app).get(`${callback.pathname}${callback.search}`).set('Accept-Language', 'de');
+        assert.equal(elsewhere.status, 403);
+        assert.match(elsewhere.text, /Zu Ihrer Sicherheit wurde nichts verbunden/);
+        assert.ok(!elsewhere.text.includes(path), 'the refusal shows the consent link to whoever holds the other browser');
+        assert.equal((await status(id)).platform_connections[0].status, 'not_connected');
+        // The state was spent by that callback: the right browser cannot finish it later either.
+        const late = await request(service.app).get(`${callback.pathname}${callback.search}`).set('Cookie', binding);
+        assert.equal(late.status, 409);
+        assert.equal((await status(id)).platform_connections[0].status, 'not_connected');
+
+        const own = await request(service.app).post(`${path}/connect/${platform}`);
+        const other = await request(service.app).post(`${path}/connect/${platform}`);
+        const ownCallback = await pressOnProviderPage(own.headers.location!, button, account);
+        const swapped = await request(service.app)
+          .get(`${ownCallback.pathname}${ownCallback.search}`)
+          .set('Cookie', bindingCookieOf(other.headers['set-cookie']));
+        assert.equal(swapped.status, 403);
+        assert.match(swapped.text, /nothing was connected/);
+        assert.equal((await status(id)).platform_connections[0].status, 'not_connected');
+        assert.equal((await connect(path, platform, button, account)).status, 303, "the creator's own browser still connects");
+        assert.equal((await status(id)).platform_connections[0].status, 'connected');
+      });
+    }
 
     for (const [platform, name] of [
       ['youtube', 'YouTube'],

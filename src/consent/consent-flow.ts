@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import * as oauth from 'openid-client';
 import { blindIndex, decryptSecret, encryptSecret, sha256Hex } from '../platform/crypto.ts';
 import type { Logger } from '../platform/logger.ts';
@@ -48,7 +49,8 @@ export type ConsentSession =
 export class ConsentRefused extends Error {
   override name = 'ConsentRefused';
   constructor(
-    readonly reason: 'already_connected' | 'not_requested' | 'nothing_connected' | 'closed' | 'stale_sign_in' | 'unavailable' | 'provider_refused',
+    readonly reason:
+      'already_connected' | 'not_requested' | 'nothing_connected' | 'closed' | 'stale_sign_in' | 'other_browser' | 'unavailable' | 'provider_refused',
     message: string,
     /** The platform the refusal is about, for the page that explains it. */
     readonly platform?: Platform,
@@ -94,9 +96,16 @@ export async function decideSandboxConnection(deps: ConsentDeps, token: string, 
 /**
  * Starts the provider's authorization code flow: a fresh `state` bound to this consent session (and
  * a PKCE verifier where the provider takes one), stored single-use and encrypted; returns where to
- * send the creator.
+ * send the creator, and the browser binding: a nonce the caller keeps in a cookie of the browser
+ * that asked, without which the callback connects nothing (RFC 9700, 4.7). The state alone would
+ * let whoever holds the authorization URL have someone else's account connected to this link.
  */
-export async function startConnection(deps: ConsentDeps, token: string, platform: Platform, publicBaseUrl: string): Promise<URL> {
+export async function startConnection(
+  deps: ConsentDeps,
+  token: string,
+  platform: Platform,
+  publicBaseUrl: string,
+): Promise<{ authorization: URL; browserBinding: string; expiresAt: Date }> {
   const { verification, connections } = await requireOpen(deps, token);
   if (!verification.creatorPlatforms.includes(platform)) throw new ConsentRefused('not_requested', `The lender did not ask for ${platform}.`, platform);
   if (connections.get(platform) === 'connected') {
@@ -105,21 +114,33 @@ export async function startConnection(deps: ConsentDeps, token: string, platform
   const provider = deps.providers[platform];
   if (!provider) throw new ConsentRefused('unavailable', 'Connecting this platform is not available on this service yet. Please try again later.', platform);
   const state = oauth.randomState();
+  const browserBinding = oauth.randomNonce();
   const codeVerifier = provider.usesPkce ? oauth.randomPKCECodeVerifier() : null;
+  const expiresAt = new Date(deps.now().getTime() + AUTHORIZATION_WINDOW_MS);
   await deps.consent.insertOAuthRequest({
     stateHash: sha256Hex(state),
     verificationId: verification.id,
     platform,
     codeVerifierCiphertext: codeVerifier ? encryptSecret(deps.encryptionKey, codeVerifier) : null,
     consentTokenCiphertext: encryptSecret(deps.encryptionKey, token),
-    expiresAt: new Date(deps.now().getTime() + AUTHORIZATION_WINDOW_MS).toISOString(),
+    browserBindingHash: sha256Hex(browserBinding),
+    expiresAt: expiresAt.toISOString(),
   });
-  return provider.authorizationUrl({ redirectUri: `${publicBaseUrl}${callbackPath(platform)}`, state, codeVerifier });
+  const authorization = await provider.authorizationUrl({ redirectUri: `${publicBaseUrl}${callbackPath(platform)}`, state, codeVerifier });
+  return { authorization, browserBinding, expiresAt };
+}
+
+/** Whether the browser at the callback is the one that began the round trip (hashes compared in constant time). */
+function sameBrowser(storedHash: string | null, presented: string | undefined): boolean {
+  if (!storedHash || !presented) return false;
+  return timingSafeEqual(Buffer.from(sha256Hex(presented), 'hex'), Buffer.from(storedHash, 'hex'));
 }
 
 /**
  * The provider sent the creator back: the state must be one this service issued for this platform
- * and still open; the code is exchanged, the tokens stored encrypted. Returns the consent link to
+ * and still open, and the browser must be the one that began the round trip (its binding cookie);
+ * only then is the code exchanged and the tokens stored encrypted. A state is spent by its first
+ * callback, from whichever browser: one opened elsewhere cannot be tried again in the right one. Returns the consent link to
  * return to. A refusal on the provider's screen leaves the platform unconnected: `refused` says
  * whether the creator pressed Deny (`access_denied`, RFC 6749 4.1.2.1) or the provider ended the
  * sign-in with another error.
@@ -129,11 +150,17 @@ export async function finishConnection(
   platform: Platform,
   callbackUrl: URL,
   publicBaseUrl: string,
+  browserBinding: string | undefined,
 ): Promise<{ consentToken: string; connected: true } | { consentToken: string; connected: false; refused: 'denied' | 'error' }> {
   const state = callbackUrl.searchParams.get('state') ?? '';
   const request = state ? await deps.consent.takeOAuthRequest(sha256Hex(state)) : null;
   if (!request || request.platform !== platform || new Date(request.expiresAt) <= deps.now()) {
     throw new ConsentRefused('stale_sign_in', 'This sign-in has expired or was already used. Start again from the consent link.');
+  }
+  if (!sameBrowser(request.browserBindingHash, browserBinding)) {
+    // Nothing of the link is shown here: whoever holds this browser may not be the creator.
+    deps.logger.warn({ platform, verificationId: request.verificationId }, 'OAuth callback refused: not the browser that began it');
+    throw new ConsentRefused('other_browser', 'This sign-in was started in another browser. Nothing was connected.', platform);
   }
   const consentToken = decryptSecret(deps.encryptionKey, request.consentTokenCiphertext);
   await requireOpen(deps, consentToken);

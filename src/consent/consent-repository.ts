@@ -8,6 +8,8 @@ export interface OAuthRequest {
   platform: string;
   codeVerifierCiphertext: string | null;
   consentTokenCiphertext: string;
+  /** SHA-256 of the nonce in the cookie of the browser that began the round trip; null for requests older than the binding. */
+  browserBindingHash: string | null;
   expiresAt: string;
 }
 
@@ -25,6 +27,7 @@ interface OAuthRequestRow {
   platform: string;
   code_verifier_ciphertext: string | null;
   consent_token_ciphertext: string;
+  browser_binding_hash: string | null;
   expires_at: string;
 }
 
@@ -103,6 +106,7 @@ export class ConsentRepository {
       platform: request.platform,
       code_verifier_ciphertext: request.codeVerifierCiphertext,
       consent_token_ciphertext: request.consentTokenCiphertext,
+      browser_binding_hash: request.browserBindingHash,
       expires_at: request.expiresAt,
     });
   }
@@ -118,6 +122,7 @@ export class ConsentRepository {
         platform: row.platform,
         codeVerifierCiphertext: row.code_verifier_ciphertext,
         consentTokenCiphertext: row.consent_token_ciphertext,
+        browserBindingHash: row.browser_binding_hash,
         expiresAt: row.expires_at,
       };
     });

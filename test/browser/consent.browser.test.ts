@@ -36,6 +36,9 @@ const CHROMIUM_ARGS = [
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 export const SCREENSHOT_DIR = join(tmpdir(), 'civ-consent-screenshots');
 
+/** The same loopback server under the name `localhost`, another site than `127.0.0.1` to a browser. */
+const crossSite = (url: string) => url.replace('//127.0.0.1:', '//localhost:');
+
 const lastMonths = (count: number, now = new Date()) =>
   Array.from({ length: count }, (_, i) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - count + i, 1)).toISOString().slice(0, 7));
 
@@ -77,6 +80,10 @@ describe('consent page in a real browser (headless Chromium)', function () {
       PUBLIC_BASE_URL: base,
       PROCESSING_WINDOW_SECONDS: '3',
       ...providerEnv(google, stripe),
+      // Google's sign-in on another site than the service's, as in production (localhost and
+      // 127.0.0.1 are different sites to a browser): the browser binding cookie must come back
+      // across sites, on the provider's top-level redirect.
+      GOOGLE_AUTHORIZATION_URL: crossSite(google.endpoints.authorize),
       LOG_LEVEL: 'silent',
     });
     // Production refuses private webhook targets; this test's receiver is local, so the sender trusts it explicitly.
@@ -126,9 +133,9 @@ describe('consent page in a real browser (headless Chromium)', function () {
     throw new Error(`verification ${id} never reached ${statuses.join('/')}`);
   }
 
-  function creator() {
+  function creator(monthlyBase = 800) {
     const email = `creator-${randomUUID()}@example.org`;
-    const revenue = Object.fromEntries(months.map((m, i) => [m, 800 + 5 * i]));
+    const revenue = Object.fromEntries(months.map((m, i) => [m, monthlyBase + 5 * i]));
     google.addAccount({ email, channelId: `UC${randomUUID().slice(0, 8)}`, currency: 'EUR', monthlyRevenue: revenue });
     const accountId = `acct_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
     stripe.addAccount({
@@ -173,7 +180,7 @@ describe('consent page in a real browser (headless Chromium)', function () {
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'consent-page.png'), fullPage: true });
 
     await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Connect YouTube' }).click()]);
-    assert.match(page.url(), new RegExp(`^${google.baseUrl}`));
+    assert.match(page.url(), new RegExp(`^${crossSite(google.baseUrl)}`));
     await Promise.all([page.waitForNavigation(), page.locator(`button[data-email="${email}"]`).click()]);
     assert.equal(new URL(page.url()).pathname, new URL(consent_url).pathname);
     assert.match(await page.locator('#status-youtube').innerText(), /Connected/);
@@ -209,6 +216,57 @@ describe('consent page in a real browser (headless Chromium)', function () {
     assert.ok(verifyWebhookSignature(delivery.rawBody, delivery.headers['x-service-signature'], webhookSecret));
     assert.equal(JSON.parse(delivery.rawBody.toString()).event, 'verification.completed');
     await page.close();
+  });
+
+  it('connects nothing when a sign-in begun in one browser is finished in another, which sees nothing of the link (RFC 9700, 4.7)', async () => {
+    const applicant = creator();
+    const other = creator(9000);
+    const { verification_id: id, consent_url } = await api<Schemas['Verification']>('POST', '/verifications', {
+      obligor_reference: `obligor-${randomUUID()}`,
+      creator_platforms: ['youtube'],
+    });
+    const applicantContext = await browser.newContext();
+    const otherContext = await browser.newContext();
+    try {
+      // The applicant presses Connect, stops on the provider's page and copies its address...
+      const applicantPage = await applicantContext.newPage();
+      await applicantPage.goto(consent_url);
+      await Promise.all([applicantPage.waitForNavigation(), applicantPage.getByRole('button', { name: 'Connect YouTube' }).click()]);
+      const authorizationUrl = applicantPage.url();
+      assert.match(authorizationUrl, new RegExp(`^${crossSite(google.baseUrl)}`));
+
+      // ...and someone else opens it in their own browser and allows access to their channel.
+      const otherPage = await otherContext.newPage();
+      await otherPage.goto(authorizationUrl);
+      await Promise.all([otherPage.waitForNavigation(), otherPage.locator(`button[data-email="${other.email}"]`).click()]);
+      assert.equal(await otherPage.locator('h1').innerText(), 'That did not work');
+      assert.match(await otherPage.locator('main').innerText(), /nothing was connected: this YouTube sign-in was started in a different browser/);
+      assert.ok(!(await otherPage.content()).includes(new URL(consent_url).pathname), 'the other browser was shown the consent link');
+      assert.ok(!otherPage.url().includes(new URL(consent_url).pathname), 'the other browser was sent to the consent link');
+      await otherPage.screenshot({ path: join(SCREENSHOT_DIR, 'consent-other-browser.png'), fullPage: true });
+      const refused = await api<Schemas['Verification']>('GET', `/verifications/${id}`);
+      assert.deepEqual(
+        refused.platform_connections?.map((c) => [c.platform, c.status]),
+        [['youtube', 'not_connected']],
+      );
+
+      // The applicant's own browser still connects, with its own account only.
+      await applicantPage.goto(consent_url);
+      await Promise.all([applicantPage.waitForNavigation(), applicantPage.getByRole('button', { name: 'Connect YouTube' }).click()]);
+      await Promise.all([applicantPage.waitForNavigation(), applicantPage.locator(`button[data-email="${applicant.email}"]`).click()]);
+      assert.match(await applicantPage.locator('#status-youtube').innerText(), /Connected/);
+      await Promise.all([applicantPage.waitForNavigation(), applicantPage.getByRole('button', { name: 'Give consent and finish' }).click()]);
+      assert.equal((await waitForStatus(id, ['completed', 'failed'])).status, 'completed');
+      const tape = await api<Schemas['RiskTapeV2_0_0']>('GET', `/verifications/${id}/tape`);
+      const youtube = tape.cashflow_summary.per_platform.find((p: { platform: string }) => p.platform === 'youtube') as { revenue_12m_total_eur: number };
+      assert.equal(
+        youtube.revenue_12m_total_eur,
+        months.slice(-12).reduce((sum, m) => sum + applicant.revenue[m]!, 0),
+      );
+    } finally {
+      await applicantContext.close();
+      await otherContext.close();
+    }
   });
 
   it('works by keyboard alone', async () => {

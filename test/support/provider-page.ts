@@ -27,3 +27,13 @@ export async function pressOnProviderPage(pageUrl: string, buttonText: string, a
   assert.equal(answer.status, 302, await answer.text());
   return new URL(answer.headers.get('location')!);
 }
+
+/**
+ * The `name=value` of the cookie that binds an OAuth round trip to the browser that began it, from
+ * the connect answer's Set-Cookie: what a browser would send back at the callback.
+ */
+export function bindingCookieOf(setCookie: readonly string[] | string | undefined): string {
+  const found = [setCookie ?? []].flat().find((cookie) => cookie.startsWith('consent_oauth_'));
+  assert.ok(found, 'the connect answer set no browser binding cookie');
+  return found.split(';')[0]!;
+}

@@ -1,8 +1,10 @@
-import express, { type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
+import { parse as parseCookies } from 'cookie';
+import express, { type CookieOptions, type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
 import type { ServiceMode } from '../../platform/config.ts';
 import { isDatabaseUnavailable } from '../../platform/db/database.ts';
 import { securePage } from '../../platform/http/page-headers.ts';
 import {
+  callbackPath,
   completeConsent,
   ConsentRefused,
   declineConsent,
@@ -42,6 +44,13 @@ const PLATFORMS: Record<string, Platform> = { youtube: 'youtube', stripe: 'strip
 const LANGUAGE_COOKIE = 'consent_lang';
 const LANGUAGE_COOKIE_MAX_AGE_MS = 365 * 24 * 60 * 60 * 1000;
 
+/**
+ * The cookie that binds an OAuth round trip to the browser that began it (RFC 9700, 4.7). Sent
+ * only to its platform's callback; `Lax`, since the provider brings the creator back by a top-level
+ * GET from its own site, which `Strict` would send without it.
+ */
+const bindingCookie = (platform: Platform) => `consent_oauth_${platform}`;
+
 /** The consent pages at `{PUBLIC_BASE_URL}/consent/{token}` (issue: creator consent). */
 export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBaseUrl: string }): Router {
   const router = express.Router({ strict: true, caseSensitive: true });
@@ -56,6 +65,14 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
     deps.mode === 'production' ? Object.values(PLATFORMS).filter((platform) => !deps.providers[platform]) : [],
   );
   router.use(express.urlencoded({ extended: false, limit: '4kb' }));
+
+  const cookiesOf = (req: Request) => parseCookies(req.headers.cookie ?? '');
+  const bindingOptions = (platform: Platform): CookieOptions => ({
+    path: callbackPath(platform),
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: deps.publicBaseUrl.startsWith('https:'),
+  });
 
   /**
    * `?lang=` from the language links (then remembered), else the remembered choice, else the best
@@ -73,7 +90,7 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
       });
       return asked;
     }
-    const remembered = new RegExp(`(?:^|;\\s*)${LANGUAGE_COOKIE}=([a-z]{2})(?:;|$)`).exec(req.headers.cookie ?? '')?.[1];
+    const remembered = cookiesOf(req)[LANGUAGE_COOKIE];
     if (isLocale(remembered)) return remembered;
     const accepted = req.acceptsLanguages([...LOCALES]);
     return isLocale(accepted) ? accepted : 'en';
@@ -183,9 +200,10 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
     if (deps.mode === 'sandbox') return res.redirect(303, `${consentPath(token)}/sandbox/${platform}`);
     // A page shown before the platform became unavailable (or a hand-made post): back to the page, which explains.
     if (unavailable.has(platform)) return res.redirect(303, consentPath(token));
-    const authorization = await startConnection(deps, token, platform, deps.publicBaseUrl);
+    const started = await startConnection(deps, token, platform, deps.publicBaseUrl);
+    res.cookie(bindingCookie(platform), started.browserBinding, { ...bindingOptions(platform), expires: started.expiresAt });
     secure(res, formTargets);
-    return res.redirect(303, authorization.toString());
+    return res.redirect(303, started.authorization.toString());
   });
 
   // The providers send the creator back here (one fixed redirect URI per platform, as they require).
@@ -196,7 +214,15 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
       const { m } = wordsOf(ctx);
       return html(res, 404, messagePage(ctx, m.notFoundTitle, m.notFoundText));
     }
-    const outcome = await finishConnection(deps, platform, new URL(req.originalUrl, deps.publicBaseUrl), deps.publicBaseUrl);
+    // Spent whatever the outcome, as the state it binds is.
+    res.clearCookie(bindingCookie(platform), bindingOptions(platform));
+    const outcome = await finishConnection(
+      deps,
+      platform,
+      new URL(req.originalUrl, deps.publicBaseUrl),
+      deps.publicBaseUrl,
+      cookiesOf(req)[bindingCookie(platform)],
+    );
     if (outcome.connected) return res.redirect(303, `${consentPath(outcome.consentToken)}?connected=${platform}`);
     return res.redirect(303, `${consentPath(outcome.consentToken)}/denied/${platform}${outcome.refused === 'error' ? '?why=error' : ''}`);
   });
@@ -241,7 +267,7 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
       // The link closed meanwhile (declined twice, consent after a decline): its page says how it ended.
       if (error.reason === 'closed' && token) return res.redirect(303, consentPath(token));
       // Every other refusal on a link's page comes after the link was found open, so its page exists to go back to.
-      const onLink = Boolean(token) && error.reason !== 'closed' && error.reason !== 'stale_sign_in';
+      const onLink = Boolean(token) && error.reason !== 'closed' && error.reason !== 'stale_sign_in' && error.reason !== 'other_browser';
       const ctx: PageContext = { locale: localeOf(req, res), ...(onLink ? { token, here: consentPath(token) } : {}) };
       const { m } = wordsOf(ctx);
       const platform = { platform: PLATFORM_NAMES[error.platform ?? 'youtube'] };
@@ -251,6 +277,7 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
         provider_refused: [422, m.providerRefusedText(platform)],
         closed: [409, m.signInExpiredText],
         stale_sign_in: [409, m.signInExpiredText],
+        other_browser: [403, m.otherBrowserText(platform)],
         unavailable: [503, m.platformUnavailableText],
         not_requested: [404, m.unknownPlatformText],
       }[error.reason] as [number, string];

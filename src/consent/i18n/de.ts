@@ -103,6 +103,8 @@ export const de: Messages = {
   providerRefusedText: ({ platform }) => `${platform} hat keinen Lesezugriff gewährt. Versuchen Sie es erneut.`,
   platformUnavailableText: 'Diese Plattform kann im Moment nicht verbunden werden. Bitte versuchen Sie es später noch einmal.',
   signInExpiredText: 'Diese Anmeldung ist abgelaufen oder wurde bereits verwendet. Öffnen Sie den Link Ihres Kreditgebers und beginnen Sie von vorn.',
+  otherBrowserText: ({ platform }) =>
+    `Zu Ihrer Sicherheit wurde nichts verbunden: Diese Anmeldung bei ${platform} wurde in einem anderen Browser begonnen. Wenn Sie Ihr eigenes Konto verbinden, öffnen Sie den Link Ihres Kreditgebers in diesem Browser und beginnen Sie dort von vorn.`,
   crossSiteTitle: 'Diese Anfrage wurde abgelehnt',
   crossSiteText:
     'Zu Ihrer Sicherheit funktionieren diese Schaltflächen nur auf der Einwilligungsseite selbst. Öffnen Sie den Link Ihres Kreditgebers und versuchen Sie es dort erneut.',

@@ -97,6 +97,8 @@ export const en: Messages = {
   providerRefusedText: ({ platform }) => `${platform} did not grant read access. Try connecting again.`,
   platformUnavailableText: 'Connecting this platform is not available at the moment. Please try again later.',
   signInExpiredText: 'This sign-in has expired or was already used. Open the link your lender sent you and start again.',
+  otherBrowserText: ({ platform }) =>
+    `For your safety, nothing was connected: this ${platform} sign-in was started in a different browser. If you are connecting your own account, open the link your lender sent you in this browser and start again there.`,
   crossSiteTitle: 'This request was refused',
   crossSiteText: 'For your safety, these buttons only work on the consent page itself. Open the link your lender sent you and try again there.',
   notFoundTitle: 'Page not found',

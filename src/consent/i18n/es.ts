@@ -101,6 +101,8 @@ export const es: Messages = {
   providerRefusedText: ({ platform }) => `${platform} no concedió el acceso de lectura. Intente conectarlo de nuevo.`,
   platformUnavailableText: 'En este momento no es posible conectar esta plataforma. Inténtelo de nuevo más tarde.',
   signInExpiredText: 'Este inicio de sesión ha caducado o ya se utilizó. Abra el enlace que le envió su entidad prestamista y empiece de nuevo.',
+  otherBrowserText: ({ platform }) =>
+    `Por su seguridad, no se conectó nada: este inicio de sesión en ${platform} se empezó en otro navegador. Si está conectando su propia cuenta, abra en este navegador el enlace que le envió su entidad prestamista y empiece de nuevo allí.`,
   crossSiteTitle: 'Se ha rechazado esta solicitud',
   crossSiteText:
     'Por su seguridad, estos botones solo funcionan en la propia página de consentimiento. Abra el enlace que le envió su entidad prestamista e inténtelo allí.',

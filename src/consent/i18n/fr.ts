@@ -102,6 +102,8 @@ export const fr: Messages = {
   providerRefusedText: ({ platform }) => `${platform} n’a pas accordé l’accès en lecture. Essayez de vous connecter à nouveau.`,
   platformUnavailableText: 'La connexion à cette plateforme n’est pas disponible pour le moment. Veuillez réessayer plus tard.',
   signInExpiredText: 'Cette connexion a expiré ou a déjà été utilisée. Ouvrez le lien envoyé par votre prêteur et recommencez.',
+  otherBrowserText: ({ platform }) =>
+    `Pour votre sécurité, rien n’a été connecté : cette connexion à ${platform} a été commencée dans un autre navigateur. Si vous connectez votre propre compte, ouvrez dans ce navigateur le lien envoyé par votre prêteur et recommencez.`,
   crossSiteTitle: 'Cette demande a été refusée',
   crossSiteText:
     'Pour votre sécurité, ces boutons ne fonctionnent que sur la page de consentement elle-même. Ouvrez le lien envoyé par votre prêteur et réessayez depuis cette page.',

@@ -108,6 +108,7 @@ export interface Messages {
   providerRefusedText: (p: OnPlatform) => string;
   platformUnavailableText: string;
   signInExpiredText: string;
+  otherBrowserText: (p: OnPlatform) => string;
   crossSiteTitle: string;
   crossSiteText: string;
   notFoundTitle: string;

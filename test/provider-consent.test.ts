@@ -175,6 +175,33 @@ for (const factory of testDatabases()) {
       assert.deepEqual([done.status, done.failure_reason], ['failed', 'timeout']);
     });
 
+    it('stores nothing and hands the grant back when the lender cancels while the code is being exchanged', async () => {
+      const email = `creator-${randomUUID()}@example.org`;
+      google.addAccount({ email, channelId: `UC${randomUUID().slice(0, 8)}`, currency: 'EUR', monthlyRevenue: {} });
+      const { id, path } = await create(['youtube']);
+      const start = await request(service.app).post(`${path}/connect/youtube`);
+      const callback = await pressOnProviderPage(start.headers.location!, 'Allow', email);
+      // The link is open when the callback arrives; the lender cancels while Google answers the code.
+      google.inject('slow_token', { email, slowMs: 500 });
+      const back = request(service.app).get(`${callback.pathname}${callback.search}`).set('Cookie', bindingCookieOf(start.headers['set-cookie']));
+      const backAnswer = back.then((r) => r);
+      await new Promise((r) => setTimeout(r, 200));
+      const cancelled = await request(service.app).post(`/api/v1/verifications/${id}/cancel`).auth(key, { type: 'bearer' });
+      assert.equal(cancelled.status, 200, cancelled.text);
+      assert.equal((await backAnswer).status, 409);
+
+      const after = await status(id);
+      assert.equal(after.status, 'cancelled');
+      assert.equal(after.platform_connections[0].status, 'not_connected');
+      const [row] = await service.db.knex('platform_connections').where({ verification_id: id, platform: 'youtube' });
+      assert.equal(row?.access_token_ciphertext ?? null, null, 'tokens stored for a cancelled verification');
+      assert.deepEqual(
+        google.revocations.filter((r) => r.email === email).map((r) => r.tokenType),
+        ['refresh_token'],
+        'the grant was left open at Google',
+      );
+    });
+
     // RFC 9700, 4.7: the state alone let an applicant have someone else's account connected to their
     // own link by handing over the authorization URL. The round trip is bound to the browser that began it.
     for (const [platform, name, button] of [

@@ -90,7 +90,9 @@ export async function decideSandboxConnection(deps: ConsentDeps, token: string, 
     throw new ConsentRefused('already_connected', `${platform} is already connected for this verification.`, platform);
   }
   if (!allow) return;
-  await deps.consent.markConnected(verification.id, platform, deps.now().toISOString());
+  if (!(await deps.lifecycle.connectPlatform(verification.id, platform, async () => {}))) {
+    throw new ConsentRefused('closed', 'This consent link is no longer open.');
+  }
 }
 
 /**
@@ -180,14 +182,29 @@ export async function finishConnection(
     deps.logger.warn({ platform, verificationId: request.verificationId, reason: (error as Error).message }, 'provider refused the connection');
     throw new ConsentRefused('provider_refused', `${platform === 'youtube' ? 'YouTube' : 'Stripe'} did not grant read access. Try connecting again.`, platform);
   }
-  await deps.consent.saveConnection(request.verificationId, platform, {
+  const grant = {
     email: account.email ? protectEmail(deps.encryptionKey, account.email) : null,
     scopes: account.scopes,
     externalAccountId: account.externalAccountId,
     accessTokenCiphertext: encryptSecret(deps.encryptionKey, account.accessToken),
     refreshTokenCiphertext: account.refreshToken ? encryptSecret(deps.encryptionKey, account.refreshToken) : null,
-    connectedAt: deps.now().toISOString(),
-  });
+  };
+  const saved = await deps.lifecycle.connectPlatform(request.verificationId, platform, (unit, at) =>
+    deps.consent.saveGrant(unit, request.verificationId, platform, { ...grant, connectedAt: at }),
+  );
+  if (!saved) {
+    // The link closed while the creator was at the provider (cancelled, declined, erased, expired):
+    // nothing is stored, and the grant just made is handed back rather than left open at the provider.
+    await provider
+      .revoke({ accessToken: account.accessToken, refreshToken: account.refreshToken, externalAccountId: account.externalAccountId })
+      .catch((error: unknown) => {
+        deps.logger.warn(
+          { platform, verificationId: request.verificationId, reason: (error as Error).message },
+          'could not hand back the grant of a closed link',
+        );
+      });
+    throw new ConsentRefused('closed', 'This consent link is no longer open.');
+  }
   return { consentToken, connected: true };
 }
 

@@ -128,19 +128,15 @@ export class ConsentRepository {
     });
   }
 
-  /** The sandbox's simulated provider step (D10): the platform is connected, with no account or tokens. */
-  async markConnected(verificationId: string, platform: string, at: string): Promise<void> {
-    await this.knex('platform_connections')
-      .insert({ verification_id: verificationId, platform, status: 'connected', updated_at: at })
-      .onConflict(['verification_id', 'platform'])
-      .merge(['status', 'updated_at']);
-  }
-
-  /** Stores a connection made by OAuth; its tokens arrive encrypted. */
-  async saveConnection(
+  /**
+   * Stores the account and tokens (encrypted before they arrive here) of a connection, in the unit
+   * of work in which the lifecycle records the platform as connected under the verification's lock.
+   */
+  async saveGrant(
+    unit: UnitOfWork,
     verificationId: string,
     platform: string,
-    connection: {
+    grant: {
       /** Encrypted, with its blind index: the plain address is never stored. */
       email: { ciphertext: string; index: string } | null;
       scopes: string[];
@@ -150,23 +146,19 @@ export class ConsentRepository {
       connectedAt: string;
     },
   ): Promise<void> {
-    await this.knex('platform_connections')
-      .insert({
-        verification_id: verificationId,
-        platform,
-        status: 'connected',
-        updated_at: connection.connectedAt,
+    const updated = await transactionOf(unit)<ConnectionRow>('platform_connections')
+      .where({ verification_id: verificationId, platform })
+      .update({
         account_email: null,
-        account_email_ciphertext: connection.email?.ciphertext ?? null,
-        account_email_index: connection.email?.index ?? null,
-        scopes: JSON.stringify(connection.scopes),
-        external_account_id: connection.externalAccountId,
-        access_token_ciphertext: connection.accessTokenCiphertext,
-        refresh_token_ciphertext: connection.refreshTokenCiphertext,
-        connected_at: connection.connectedAt,
-      })
-      .onConflict(['verification_id', 'platform'])
-      .merge();
+        account_email_ciphertext: grant.email?.ciphertext ?? null,
+        account_email_index: grant.email?.index ?? null,
+        scopes: JSON.stringify(grant.scopes),
+        external_account_id: grant.externalAccountId,
+        access_token_ciphertext: grant.accessTokenCiphertext,
+        refresh_token_ciphertext: grant.refreshTokenCiphertext,
+        connected_at: grant.connectedAt,
+      });
+    if (updated !== 1) throw new Error(`no connection of ${platform} to store the grant on`);
   }
 
   async connectionsWithTokens(verificationId: string): Promise<ConnectionWithTokens[]> {

@@ -386,6 +386,26 @@ export class VerificationLifecycle {
   }
 
   /**
+   * The creator connected a platform on the consent page. Recorded under the verification's lock,
+   * so a connection cannot land on a verification cancelled, declined, erased or expired meanwhile;
+   * `saveGrant` stores the consent feature's side (account and tokens) in the same unit of work.
+   * False, with nothing stored, when the verification no longer waits for consent or did not ask
+   * for the platform.
+   */
+  async connectPlatform(verificationId: string, platform: Platform, saveGrant: (unit: UnitOfWork, at: string) => Promise<void>): Promise<boolean> {
+    const now = this.deps.now();
+    return this.onLocked(
+      verificationId,
+      (v) => v.status === 'pending_consent' && new Date(v.expiresAt) > now && v.creatorPlatforms.includes(platform),
+      async ({ record, store }) => {
+        await store.setConnections(record.id, [{ platform, status: 'connected' }], now.toISOString());
+        await saveGrant(store.unit, now.toISOString());
+      },
+      now,
+    );
+  }
+
+  /**
    * POST /verifications/{id}/cancel: the lender withdraws a verification still waiting for consent.
    * Cancelling a cancelled one answers it again without a second event (a retried request is
    * safe); any other state is refused. The consent link reads the status, so from the commit on it

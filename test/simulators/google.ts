@@ -18,7 +18,8 @@ export interface GoogleAccount {
 export type GoogleFault =
   | 'server_error' /* 503 on the next API, token or revoke call */
   | 'revoked' /* the account's tokens are revoked: token refresh → invalid_grant, API → 401 */
-  | 'slow'; /* the next API call answers after slowMs */
+  | 'slow' /* the next API call answers after slowMs */
+  | 'slow_token'; /* the next token call answers after slowMs */
 
 export interface GoogleSimulator {
   baseUrl: string;
@@ -168,7 +169,7 @@ interface AccessTokenRecord {
 }
 
 interface QueuedFault {
-  kind: 'server_error' | 'slow';
+  kind: 'server_error' | 'slow' | 'slow_token';
   remaining: number;
   slowMs: number;
   email: string | undefined;
@@ -225,7 +226,7 @@ export async function startGoogleSimulator(options: GoogleSimulatorOptions = {})
           return methodNotAllowed(res);
         case PATHS.token:
           if (method !== 'POST') return methodNotAllowed(res);
-          return tokenEndpoint(req, res, form);
+          return await tokenEndpoint(req, res, form);
         case PATHS.revoke:
           if (method !== 'POST') return methodNotAllowed(res);
           return revokeEndpoint(res, url.searchParams, form);
@@ -389,7 +390,7 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
 
   // ---------------------------------------------------------------- token endpoint
 
-  function tokenEndpoint(req: IncomingMessage, res: ServerResponse, form: Form): void {
+  async function tokenEndpoint(req: IncomingMessage, res: ServerResponse, form: Form): Promise<void> {
     if (!isForm(req)) throw oauthError(400, 'invalid_request', 'Content-Type must be application/x-www-form-urlencoded.');
     const grantType = form.get('grant_type');
     const email =
@@ -398,6 +399,11 @@ ${accounts.size > 0 ? `<h2>Choose an account</h2><ul class="accounts">${accountS
         : grantType === 'refresh_token'
           ? refreshTokens.get(form.get('refresh_token') ?? '')?.email
           : undefined;
+    const slow = takeFault('slow_token', email);
+    if (slow) {
+      await delay(slow.slowMs);
+      if (closed || res.destroyed) return;
+    }
     if (takeFault('server_error', email)) return sendUnavailable(res);
 
     authenticateClient(req, form);

@@ -8,6 +8,12 @@ interface CheckpointRow {
   checkpointed: number;
 }
 
+/** One table rewritten, and for how long it was locked (ACCESS EXCLUSIVE on PostgreSQL; on SQLite the whole file, once). */
+export interface Rewritten {
+  table: string;
+  ms: number;
+}
+
 /**
  * What the database keeps of erased rows outside its tables: SQLite's write-ahead log, and on both
  * databases the space erased rows leave in the tables' files (docs/data-protection.md).
@@ -35,5 +41,39 @@ export class StorageRepository {
       if (Date.now() + pauseMs > deadline) return false;
       await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
+  }
+
+  /**
+   * Rewrites the tables into new files so that deleted rows' bytes leave them. PostgreSQL: `VACUUM
+   * FULL` of each table, which writes the live rows and the table's indexes and TOAST into new files
+   * and drops the old ones, holding an ACCESS EXCLUSIVE lock on that table (no read or write of it)
+   * while it runs, and the statistics gathered again, then the statistics' own table rewritten when
+   * this role may (it is left out of the answer otherwise). SQLite: `VACUUM` of the whole file (it takes the write lock; readers go on), then
+   * the write-ahead log cut to zero bytes. Run with a connection without the service's statement
+   * timeout: a rewrite of a large table outlasts it.
+   */
+  async rewrite(tables: readonly string[]): Promise<Rewritten[]> {
+    const timed = async (table: string, sql: string, bindings: string[] = []): Promise<Rewritten> => {
+      const started = performance.now();
+      await this.knex.raw(sql, bindings);
+      return { table, ms: Math.round(performance.now() - started) };
+    };
+    if (this.dialect === 'sqlite') {
+      const file = await timed('*', 'VACUUM');
+      if (!(await this.truncateWriteAheadLog())) throw new Error('the write-ahead log could not be cut: another process kept reading from it');
+      return [file];
+    }
+    const rewritten: Rewritten[] = [];
+    // ANALYZE too: the statistics of a column (pg_statistic) hold sampled values of it, an erased
+    // creator's reference among them, until they are gathered again from the rows left.
+    for (const table of tables) rewritten.push(await timed(table, 'VACUUM (FULL, ANALYZE) ??', [table]));
+    // The statistics' old rows are dead rows of pg_statistic now. Its owner, a superuser or the
+    // database's owner may rewrite it; anyone else is skipped by PostgreSQL with a warning.
+    const { rows } = await this.knex.raw<{ rows: Array<{ allowed: boolean }> }>(
+      `select coalesce((select rolsuper from pg_roles where rolname = current_user), false)
+           or pg_has_role(current_user, (select datdba from pg_database where datname = current_database()), 'MEMBER') as allowed`,
+    );
+    if (rows[0]?.allowed) rewritten.push(await timed('pg_statistic', 'VACUUM FULL pg_catalog.pg_statistic'));
+    return rewritten;
   }
 }

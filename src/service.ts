@@ -22,6 +22,7 @@ import { authenticate } from './accounts/http/authenticate.ts';
 import { protectEmail, type ConsentDeps } from './consent/consent-flow.ts';
 import { grantRevocationJobs, type GrantRevocationDeps } from './consent/grant-revocation.ts';
 import { GdprRepository } from './gdpr/gdpr-repository.ts';
+import { StorageRepository } from './gdpr/storage-repository.ts';
 import { BenchmarksRepository } from './benchmarks/benchmarks-repository.ts';
 import { countInCohort, countUncountedTapes, loadReferencePopulation } from './benchmarks/peer-benchmark.ts';
 import { ConsentRepository } from './consent/consent-repository.ts';
@@ -207,7 +208,16 @@ export async function startService(config: Config, logger: Logger, options: Serv
       lifecycle,
       webhooks: webhookUseCases,
       benchmarks: benchmarkUseCases,
-      dataSubjects: { lifecycle, consent: consentRepository, webhooks, audit: new GdprRepository(db.knex), revocation, encryptionKey, now },
+      dataSubjects: {
+        lifecycle,
+        consent: consentRepository,
+        webhooks,
+        audit: new GdprRepository(db.knex),
+        storage: new StorageRepository(db.knex, db.dialect),
+        revocation,
+        encryptionKey,
+        now,
+      },
       tapeSigner,
       isDatabaseReachable: () => db.isReachable(),
     });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { runAdmin } from '../src/admin/run-admin.ts';
 import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
@@ -118,6 +119,37 @@ for (const factory of testDatabases()) {
       assert.ok(stripe.deauthorizations.some((d) => d.accountId === creator.accountId));
       await kill();
     });
+
+    if (factory.name === 'sqlite') {
+      it('killed at once after an erasure answered: no byte of the creator in the database file, its -wal or -shm; the restarted service works', async () => {
+        let base = await start();
+        const creator = await connectedCreator(base);
+        // Each identifier as the service stores it (UTF-8 text, inside JSON bodies the same bytes for
+        // these characters) and as UTF-16 in case any column were stored so.
+        const traces = [creator.reference, creator.accountId, creator.id].flatMap((value) => [
+          { value, bytes: Buffer.from(value, 'utf8') },
+          { value: `${value} (UTF-16)`, bytes: Buffer.from(value, 'utf16le') },
+          { value: `${value} (JSON)`, bytes: Buffer.from(JSON.stringify(value), 'utf8') },
+        ]);
+        const file = testDb.url.slice('sqlite:'.length);
+        const files = [file, `${file}-wal`, `${file}-shm`];
+        const present = () =>
+          files.filter(existsSync).flatMap((name) => {
+            const bytes = readFileSync(name);
+            return traces.filter((trace) => bytes.includes(trace.bytes)).map((trace) => `${trace.value} in ${name.slice(file.length) || 'the database file'}`);
+          });
+        assert.ok(present().length > 0, 'the creator was never written to the files: the scan proves nothing');
+        const erased = await erase(base, creator.reference);
+        assert.equal(erased.status, 200, await erased.clone().text());
+        await kill();
+        assert.deepEqual(present(), [], 'the erased creator lingers in the files after the crash');
+        base = await start();
+        assert.equal((await access(base, creator.reference)).status, 404);
+        const again = await connectedCreator(base);
+        assert.equal((await access(base, again.reference)).status, 200);
+        await kill();
+      });
+    }
 
     if (factory.name === 'postgres') {
       it('killed inside the erasure transaction: PostgreSQL rolls it all back', async () => {

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type * as admin from '../accounts/lender-admin.ts';
 import type { GdprRepository } from '../gdpr/gdpr-repository.ts';
+import type { StorageRepository } from '../gdpr/storage-repository.ts';
 import type { SigningKeysRepository } from '../signing/signing-keys-repository.ts';
 import type { DashboardUserCliContext } from './dashboard-user-commands.ts';
 
@@ -31,6 +32,8 @@ export const integer = (name: string) => (value: string) => {
 export type CliContext = admin.AdminContext &
   DashboardUserCliContext & {
     gdprAudit: Pick<GdprRepository, 'list'>;
+    /** On a connection without the service's statement timeout (a rewrite of a large table outlasts it). */
+    storage: Pick<StorageRepository, 'rewrite'>;
     signingKeys: SigningKeysRepository;
     /** The service's encryption key (ENCRYPTION_KEY, or the sandbox's stored one). */
     encryptionKey: () => Promise<Buffer>;

@@ -2,9 +2,11 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { AccountsRepository } from '../accounts/accounts-repository.ts';
 import * as admin from '../accounts/lender-admin.ts';
 import { DashboardRepository } from '../dashboard/dashboard-repository.ts';
+import { compactCreatorData } from '../gdpr/compaction.ts';
 import { GdprRepository } from '../gdpr/gdpr-repository.ts';
+import { StorageRepository } from '../gdpr/storage-repository.ts';
 import { ConfigError, loadConfig } from '../platform/config.ts';
-import { openDatabase, type Database } from '../platform/db/database.ts';
+import { openDatabase, postgresMigrator, type Database } from '../platform/db/database.ts';
 import { adminContext, resolveEncryptionKey } from '../service.ts';
 import { SigningKeysRepository } from '../signing/signing-keys-repository.ts';
 import { SigningKeyError } from '../signing/tape-signer.ts';
@@ -136,6 +138,19 @@ export function buildCli(run: RunCommand): Command {
             ),
       );
     });
+  json(
+    gdpr
+      .command('compact')
+      .description(
+        "rewrite the tables that hold creators' data, so that erased rows' bytes leave the database files (PostgreSQL: VACUUM FULL, each table locked while it is rewritten; SQLite: VACUUM and the WAL cut)",
+      ),
+  ).action(async (options: OutputOptions) => {
+    const done = await run((ctx) => compactCreatorData(ctx.storage));
+    print(options, done, () => [
+      ...done.tables.map((t) => `${t.table === '*' ? 'database file' : t.table}: rewritten, locked ${t.ms} ms`),
+      `Compacted in ${done.totalMs} ms; the longest lock was ${done.longestLockMs} ms.`,
+    ]);
+  });
   addSigningKeyCommands(program, run);
   addAccountCommands(program, run);
   addDashboardUserCommands(program, run, print);
@@ -144,14 +159,20 @@ export function buildCli(run: RunCommand): Command {
 
 async function main(argv: string[]): Promise<number> {
   let db: Database | undefined;
+  let unbounded: ReturnType<typeof postgresMigrator> | undefined;
   const run: RunCommand = async (work) => {
     const config = loadConfig();
     db = openDatabase(config.databaseUrl);
     await db.migrate();
+    const opened = db;
     const accounts = new AccountsRepository(db.knex);
     return work({
       ...adminContext(config, accounts),
       gdprAudit: new GdprRepository(db.knex),
+      get storage() {
+        unbounded ??= opened.dialect === 'postgres' ? postgresMigrator(config.databaseUrl) : undefined;
+        return new StorageRepository(unbounded ?? opened.knex, opened.dialect);
+      },
       signingKeys: new SigningKeysRepository(db.knex),
       encryptionKey: () => resolveEncryptionKey(config, accounts),
       dashboardUsers: { users: new DashboardRepository(db.knex), accounts, now: () => new Date() },
@@ -168,6 +189,7 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   } finally {
+    await unbounded?.destroy();
     await db?.close();
   }
 }

@@ -10,6 +10,7 @@ import type { VerificationLifecycle } from '../verifications/verification-lifecy
 import type { VerificationRecord } from '../verifications/verifications-repository.ts';
 import type { WebhooksRepository } from '../webhooks/webhooks-repository.ts';
 import type { GdprOperation, GdprRepository } from './gdpr-repository.ts';
+import type { StorageRepository } from './storage-repository.ts';
 import { processingNotice } from './processing-notice.ts';
 
 type Schemas = components['schemas'];
@@ -22,6 +23,7 @@ export interface DataSubjectDeps {
   consent: ConsentRepository;
   webhooks: Pick<WebhooksRepository, 'deliveriesOf'>;
   audit: GdprRepository;
+  storage: Pick<StorageRepository, 'truncateWriteAheadLog'>;
   revocation: GrantRevocationDeps;
   encryptionKey: Buffer;
   now: () => Date;
@@ -145,7 +147,8 @@ export async function exportReport(deps: DataSubjectDeps, principal: Principal, 
 /**
  * POST /gdpr/erase (4.8): revoke the creator's platform grants, then erase every row about them in
  * one unit of work with its audit record. A crash before the commit leaves everything in place (a
- * retry revokes again, harmlessly, and erases); after it, nothing is left.
+ * retry revokes again, harmlessly, and erases); after it, nothing is left. On SQLite the write-ahead
+ * log is then copied into the database file and cut to zero bytes before the receipt is returned.
  */
 export async function eraseSubject(deps: DataSubjectDeps, principal: Principal, subject: DataSubject): Promise<ErasureReceipt> {
   const verifications = await findSubject(deps, principal.lender.id, subject, 'body');
@@ -167,6 +170,8 @@ export async function eraseSubject(deps: DataSubjectDeps, principal: Principal, 
   });
   // Another erasure of the same creator committed first.
   if (!counts) throw new DomainError('not_found', 'No data is held for this creator in this lender account.');
+  // Before the answer: a crash right after it must not find the erased rows' old pages on disk.
+  await deps.storage.truncateWriteAheadLog();
   const count = (name: string) => counts[name] ?? 0;
   return {
     receipt_id: receiptId,

@@ -143,9 +143,9 @@ function postgresConfig(databaseUrl: string): Knex.Config {
 }
 
 /**
- * Connections for migrations on PostgreSQL, without the statement and query timeouts of the
- * service's pool: a migration that builds an index on a large table runs for longer than any request
- * may wait, and cut off at DATABASE_TIMEOUT_MS it would roll back every pending migration and the
+ * Connections for migrations and maintenance (`admin gdpr compact`) on PostgreSQL, without the
+ * statement and query timeouts of the service's pool: a migration that builds an index on a large
+ * table, or a rewrite of one, runs for longer than any request may wait, and cut off at DATABASE_TIMEOUT_MS it would roll back every pending migration and the
  * process would not start.
  */
 export function postgresMigrator(databaseUrl: string): Knex {

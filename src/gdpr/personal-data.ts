@@ -67,7 +67,7 @@ export const ERASED_WITH_THE_CREATOR = {
   },
   oauth_requests: {
     tiedBy: 'verification_id',
-    columns: ['state_hash', 'verification_id', 'platform', 'code_verifier_ciphertext', 'consent_token_ciphertext', 'expires_at'],
+    columns: ['state_hash', 'verification_id', 'platform', 'code_verifier_ciphertext', 'consent_token_ciphertext', 'browser_binding_hash', 'expires_at'],
   },
   benchmark_members: { tiedBy: 'verification_id', columns: ['verification_id', 'lender_id', 'product_type', 'buckets', 'shard'] },
   /** The webhooks' copy of an event of the verification (events.id). */

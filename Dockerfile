@@ -7,7 +7,7 @@
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
-# --- dependencies: production packages only. sqlite3 downloads a prebuilt binary when one matches
+# --- dependencies: production packages only. better-sqlite3 downloads a prebuilt binary when one matches
 # the platform and compiles otherwise, which needs a toolchain that never reaches the final image.
 FROM ${NODE_IMAGE} AS dependencies
 RUN apt-get update \

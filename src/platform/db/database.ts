@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import Database from 'better-sqlite3';
 import knex, { type Knex } from 'knex';
-import sqlite3 from 'sqlite3';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
 import { migrations } from './migrations/index.ts';
 import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
@@ -273,14 +273,27 @@ async function withMigrationLock(dialect: Dialect, knex: Knex, databaseUrl: stri
     await migrate();
     return;
   }
-  const lock = new sqlite3.Database(`${filename}.migration-lock`);
-  const exec = (sql: string) => new Promise<void>((resolve, reject) => lock.exec(sql, (error) => (error ? reject(error) : resolve())));
+  // better-sqlite3, the service's one copy of SQLite: a second copy in the process would not see
+  // this lock (POSIX locks are per process), and would drop it when it closed the file.
+  const lock = new Database(`${filename}.migration-lock`);
   try {
-    await exec(`PRAGMA busy_timeout = ${MIGRATION_LOCK_WAIT_MS}; BEGIN EXCLUSIVE`);
+    // Polled rather than waited for in busy_timeout, which would block the event loop.
+    lock.pragma('busy_timeout = 0');
+    const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
+    for (;;) {
+      try {
+        lock.exec('BEGIN EXCLUSIVE');
+        break;
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+        if (Date.now() > deadline) throw new Error(`another process has been migrating the database for ${MIGRATION_LOCK_WAIT_MS / 1000} s`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
     await migrate();
-    await exec('COMMIT');
+    lock.exec('COMMIT');
   } finally {
-    await new Promise<void>((resolve) => lock.close(() => resolve()));
+    lock.close();
   }
 }
 

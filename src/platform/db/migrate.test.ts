@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
 import pg from 'pg';
-import sqlite3 from 'sqlite3';
 import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
 import { DATABASE_TIMEOUT_MS, openDatabase, postgresMigrator } from './database.ts';
 import { migrations } from './migrations/index.ts';
@@ -14,9 +14,13 @@ async function holdMigrationLock(testDb: TestDatabase): Promise<{ release(): Pro
     await client.query('select pg_advisory_xact_lock(4206071117)');
     return { release: () => client.end() };
   }
-  const lock = new sqlite3.Database(`${testDb.url.slice('sqlite:'.length)}.migration-lock`);
-  await new Promise<void>((resolve, reject) => lock.exec('BEGIN EXCLUSIVE', (error) => (error ? reject(error) : resolve())));
-  return { release: () => new Promise<void>((resolve) => lock.close(() => resolve())) };
+  const lock = new Database(`${testDb.url.slice('sqlite:'.length)}.migration-lock`);
+  lock.exec('BEGIN EXCLUSIVE');
+  return {
+    async release() {
+      lock.close();
+    },
+  };
 }
 
 for (const factory of testDatabases()) {

@@ -319,6 +319,7 @@ for (const factory of testDatabases()) {
       assert.equal(statuses.filter((status) => status === 401).length, SIGN_IN_QUOTA.perMinute, `checked: ${statuses.join(' ')}`);
       assert.equal(statuses.filter((status) => status === 429).length, 40 - SIGN_IN_QUOTA.perMinute);
       assert.equal(right.status, 429, 'the right password waits too');
+      assert.ok(Number(right.headers['retry-after']) > 1, 'until the minute window ends, not the burst second');
       assert.ok(![right.headers['set-cookie']].flat().some((c) => c?.startsWith('civ_dashboard=')), 'no session');
     });
 

@@ -52,8 +52,6 @@ export interface DashboardDeps {
   /** Cookies are Secure (and `__Host-` named) unless this is a sandbox reached over plain http on the operator's machine. */
   secureCookies: boolean;
   logger: Logger;
-  /** Sign-in's password checks at once and waiting (PASSWORD_CHECKS unless a test sets them). */
-  passwordChecks?: { concurrency: number; maxWaiting: number };
 }
 
 /**
@@ -134,7 +132,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     return html(res, status, signInPage({ loginToken, ...options }));
   };
 
-  const checks = new PasswordChecks(deps.passwordChecks);
+  const checks = new PasswordChecks();
   const signInBusy = (res: Response, email: string) => {
     res.setHeader('Retry-After', '5');
     return showSignIn(res, 503, { email, error: 'Too many sign-ins are being checked right now. Try again in a few seconds.' });
@@ -166,7 +164,10 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
       const outcome = await deps.rateLimits.consume(counter.subject, counter.quota);
       if (!outcome.allowed) {
         await giveBack();
-        const seconds = Math.max(1, Math.ceil(outcome.retryAfterMs / 1000));
+        // Refused by the one-second burst window while the minute's attempts are used up too: the
+        // minute is what to wait for.
+        const minuteUsedUp = outcome.minute.remainingPoints <= 0 ? outcome.minute.msBeforeNext : 0;
+        const seconds = Math.max(1, Math.ceil(Math.max(outcome.retryAfterMs, minuteUsedUp) / 1000));
         res.setHeader('Retry-After', String(seconds));
         return showSignIn(res, 429, { email, error: `Too many failed sign-in attempts. Try again in ${seconds} seconds.` });
       }

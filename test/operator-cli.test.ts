@@ -52,6 +52,39 @@ for (const factory of testDatabases()) {
       assert.equal((await call()).status, 200);
     });
 
+    it('dashboard-user deactivate: sign-in refused and listed as deactivated; reactivate: sign-in works again', async () => {
+      const lender = await runAdmin(env, ['lender', 'create', '--name', 'Dashboard Capital']);
+      const email = 'ops@dashboard-capital.example';
+      const { password } = (await runAdmin(env, ['dashboard-user', 'create', '--lender', lender.id, '--email', email, '--role', 'viewer'])) as {
+        password: string;
+      };
+      const signIn = async () => {
+        const form = await request(service.app).get('/dashboard/sign-in');
+        const token = /name="_csrf" value="([^"]+)"/.exec(form.text)![1]!;
+        return request(service.app)
+          .post('/dashboard/sign-in')
+          .set('Cookie', `civ_dashboard_login=${token}`)
+          .type('form')
+          .send({ _csrf: token, email, password });
+      };
+      assert.equal((await signIn()).status, 303);
+
+      const deactivated = (await runAdmin(env, ['dashboard-user', 'deactivate', '--email', email])) as { deactivated_at: string | null };
+      assert.ok(deactivated.deactivated_at);
+      const refused = await signIn();
+      assert.equal(refused.status, 403);
+      assert.match(refused.text, /deactivated/);
+      const listed = (await runAdmin(env, ['dashboard-user', 'list', '--lender', lender.id])) as Array<{ email: string; deactivated_at: string | null }>;
+      assert.deepEqual(
+        listed.map((u) => [u.email, u.deactivated_at]),
+        [[email, deactivated.deactivated_at]],
+      );
+      await assert.rejects(runAdmin(env, ['dashboard-user', 'deactivate', '--email', email]), /already deactivated/);
+
+      await runAdmin(env, ['dashboard-user', 'reactivate', '--email', email]);
+      assert.equal((await signIn()).status, 303);
+    });
+
     it('policy show and clear: one override, then all; the defaults apply again', async () => {
       const lender = await runAdmin(env, ['lender', 'create', '--name', 'Policy Capital']);
       await runAdmin(env, ['lender', 'policy', '--id', lender.id, '--product-type', 'rbf', '--set', 'min_months_history=5', 'max_advance_eur=50000']);

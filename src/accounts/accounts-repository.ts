@@ -15,6 +15,7 @@ interface LenderRow {
   created_at: string;
   updated_at: string;
   deactivated_at?: string | null;
+  access_epoch?: number | string;
 }
 
 /** A lender's columns as the prepared reads name them (prepared-sql.ts says why not `l.*`). */
@@ -29,6 +30,7 @@ const LENDER_COLUMNS = everyColumnOf<LenderRow>()(
   'created_at',
   'updated_at',
   'deactivated_at',
+  'access_epoch',
 );
 
 interface KeyRow {
@@ -54,6 +56,7 @@ const toLender = (row: LenderRow): LenderAccount => ({
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   deactivatedAt: row.deactivated_at ?? null,
+  accessEpoch: Number(row.access_epoch ?? 0),
 });
 
 const toKey = (row: KeyRow): ApiKeyRecord => ({
@@ -230,9 +233,14 @@ export class AccountsRepository {
       .merge(['overrides', 'updated_at']);
   }
 
-  /** Deactivates (a time) or reactivates (null) an account; false when there is no such account. */
+  /**
+   * Deactivates (a time) or reactivates (null) an account; false when there is no such account.
+   * Either way its access epoch moves on, which ends every dashboard session opened before.
+   */
   async setLenderDeactivated(id: string, deactivatedAt: string | null, updatedAt: string): Promise<boolean> {
-    const updated = await this.knex('lender_accounts').where({ id }).update({ deactivated_at: deactivatedAt, updated_at: updatedAt });
+    const updated = await this.knex('lender_accounts')
+      .where({ id })
+      .update({ deactivated_at: deactivatedAt, updated_at: updatedAt, access_epoch: this.knex.raw('access_epoch + 1') });
     return updated === 1;
   }
 

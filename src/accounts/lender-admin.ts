@@ -155,7 +155,10 @@ export async function revokeKey(ctx: AdminContext, keyId: string): Promise<ApiKe
   return record;
 }
 
-/** Stops every key of the account at once (their next request is 401), until reactivated. */
+/**
+ * Stops every key of the account at once (their next request is 401), and its dashboard: sign-in is
+ * refused and every session ends at its next request (the access epoch moves), until reactivated.
+ */
 export async function deactivateLender(ctx: AdminContext, id: string): Promise<LenderAccount> {
   const lender = await requireLender(ctx, id);
   if (lender.deactivatedAt) throw new AdminError(`Lender ${id} is already deactivated (since ${lender.deactivatedAt})`);
@@ -164,7 +167,7 @@ export async function deactivateLender(ctx: AdminContext, id: string): Promise<L
   return (await ctx.accounts.findLender(id))!;
 }
 
-/** Lets the account's keys that are not revoked work again. */
+/** Lets the account's keys that are not revoked work again, and its dashboard users sign in; sessions from before stay over. */
 export async function reactivateLender(ctx: AdminContext, id: string): Promise<LenderAccount> {
   const lender = await requireLender(ctx, id);
   if (!lender.deactivatedAt) throw new AdminError(`Lender ${id} is active`);

@@ -8,13 +8,21 @@ import { print, withJson, type OutputOptions, type RunCommand } from './cli-supp
  */
 export function addAccountCommands(program: Command, run: RunCommand): void {
   const lender = program.commands.find((command) => command.name() === 'lender') ?? program.command('lender').description('lender accounts');
-  withJson(lender.command('deactivate').description('stop every key of a lender account at once (next request 401) until reactivated'))
+  withJson(
+    lender
+      .command('deactivate')
+      .description('stop every key (next request 401) and dashboard user (sign-in refused, sessions ended) of a lender account until reactivated'),
+  )
     .requiredOption('--id <lenderId>', 'lender account id')
     .action(async (options: OutputOptions & { id: string }) => {
       const account = await run((ctx) => admin.deactivateLender(ctx, options.id));
-      print(options, account, () => [`Deactivated lender ${account.id} (${account.name}) at ${account.deactivatedAt}: its keys are refused from now on.`]);
+      print(options, account, () => [
+        `Deactivated lender ${account.id} (${account.name}) at ${account.deactivatedAt}: its keys and dashboard sign-ins are refused from now on, its dashboard sessions ended.`,
+      ]);
     });
-  withJson(lender.command('reactivate').description("let a deactivated lender's keys (those not revoked) work again"))
+  withJson(
+    lender.command('reactivate').description("let a deactivated lender's keys (those not revoked) and dashboard users sign in again (not their old sessions)"),
+  )
     .requiredOption('--id <lenderId>', 'lender account id')
     .action(async (options: OutputOptions & { id: string }) => {
       const account = await run((ctx) => admin.reactivateLender(ctx, options.id));

@@ -41,7 +41,9 @@ export function addDashboardUserCommands(program: Command, run: Run, print: Prin
     .action(async (options: { json?: boolean; lender: string }) => {
       const users = await run((ctx) => ctx.dashboardUsers.users.listUsers(options.lender));
       print(options, users, () =>
-        users.length === 0 ? ['No dashboard users.'] : users.map((u) => `${u.id}  ${u.role.padEnd(7)} ${u.email}  created ${u.createdAt}`),
+        users.length === 0
+          ? ['No dashboard users.']
+          : users.map((u) => `${u.id}  ${u.role.padEnd(7)} ${u.email}  created ${u.createdAt}${u.deactivatedAt ? `  (deactivated ${u.deactivatedAt})` : ''}`),
       );
     });
   json(group.command('revoke-sessions').description('sign a user out everywhere, effective on their next page'))
@@ -60,6 +62,20 @@ export function addDashboardUserCommands(program: Command, run: Run, print: Prin
         `Password of ${options.email} replaced; their sessions ended.`,
         ...(result.generated ? [`Password (shown once, hand it over securely): ${result.password}`] : []),
       ]);
+    });
+  json(group.command('deactivate').description('refuse the user sign-in and end their sessions at their next page, until reactivated'))
+    .requiredOption('--email <email>', 'the user')
+    .action(async (options: { json?: boolean; email: string }) => {
+      const user = await run((ctx) => dashboard.deactivateDashboardUser(ctx.dashboardUsers, options.email));
+      print(options, user, () => [
+        `Deactivated dashboard user ${user.email} at ${user.deactivatedAt}: sign-in refused, their sessions end at their next page.`,
+      ]);
+    });
+  json(group.command('reactivate').description('let a deactivated user sign in again (their old sessions stay ended)'))
+    .requiredOption('--email <email>', 'the user')
+    .action(async (options: { json?: boolean; email: string }) => {
+      const user = await run((ctx) => dashboard.reactivateDashboardUser(ctx.dashboardUsers, options.email));
+      print(options, user, () => [`Reactivated dashboard user ${user.email}: they can sign in again.`]);
     });
   json(group.command('delete').description('remove a dashboard user and their sessions'))
     .requiredOption('--email <email>', 'the user')

@@ -9,6 +9,8 @@ export interface DashboardUser {
   email: string;
   role: DashboardRole;
   createdAt: string;
+  /** Set while the operator has deactivated the user: no sign-in, no session. */
+  deactivatedAt: string | null;
 }
 
 export interface DashboardSession {
@@ -16,6 +18,8 @@ export interface DashboardSession {
   createdAt: string;
   lastSeenAt: string;
   expiresAt: string;
+  /** The lender's access epoch when the session was opened. */
+  lenderEpoch: number;
 }
 
 interface UserRow {
@@ -25,6 +29,7 @@ interface UserRow {
   role: string;
   password_hash: string;
   created_at: string;
+  deactivated_at: string | null;
 }
 
 const toUser = (row: UserRow): DashboardUser => ({
@@ -33,6 +38,7 @@ const toUser = (row: UserRow): DashboardUser => ({
   email: row.email,
   role: row.role as DashboardRole,
   createdAt: row.created_at,
+  deactivatedAt: row.deactivated_at ?? null,
 });
 
 /** The only code that reads or writes dashboard users and their sessions. */
@@ -74,6 +80,23 @@ export class DashboardRepository {
     return (await this.knex('dashboard_users').where({ id: userId }).update({ password_hash: passwordHash })) === 1;
   }
 
+  /** Sign-in and every session of the user refused from now on (each session is revoked at its next request, saying why). */
+  async deactivateUser(userId: string, at: string): Promise<void> {
+    await this.knex('dashboard_users').where({ id: userId }).update({ deactivated_at: at });
+  }
+
+  /**
+   * Sign-in allowed again, and every session of the user revoked in the same transaction, so none
+   * opened before comes back: not one left unused while deactivated, nor one a sign-in was opening
+   * while the deactivation committed (it had read the user active just before).
+   */
+  async reactivateUser(userId: string, at: string): Promise<void> {
+    await this.knex.transaction(async (trx) => {
+      await trx('dashboard_users').where({ id: userId }).update({ deactivated_at: null });
+      await trx('dashboard_sessions').where({ user_id: userId }).whereNull('revoked_at').update({ revoked_at: at });
+    });
+  }
+
   async deleteUser(userId: string): Promise<boolean> {
     return this.knex.transaction(async (trx) => {
       await trx('dashboard_sessions').where({ user_id: userId }).delete();
@@ -81,7 +104,7 @@ export class DashboardRepository {
     });
   }
 
-  async insertSession(idHash: string, userId: string, at: string, expiresAt: string): Promise<void> {
+  async insertSession(idHash: string, userId: string, at: string, expiresAt: string, lenderEpoch: number): Promise<void> {
     await this.knex('dashboard_sessions').insert({
       id_hash: idHash,
       user_id: userId,
@@ -89,20 +112,27 @@ export class DashboardRepository {
       last_seen_at: at,
       expires_at: expiresAt,
       revoked_at: null,
+      lender_epoch: lenderEpoch,
     });
   }
 
   /** A session that is neither revoked nor past its absolute expiry, with its user. */
   async findSession(idHash: string, now: string): Promise<DashboardSession | null> {
-    type Row = UserRow & { session_created_at: string; last_seen_at: string; expires_at: string };
+    type Row = UserRow & { session_created_at: string; last_seen_at: string; expires_at: string; lender_epoch: number | string };
     const row = await this.knex('dashboard_sessions as s')
       .join('dashboard_users as u', 'u.id', 's.user_id')
       .where('s.id_hash', idHash)
       .whereNull('s.revoked_at')
       .where('s.expires_at', '>', now)
-      .first<Row | undefined>('u.*', 's.created_at as session_created_at', 's.last_seen_at', 's.expires_at');
+      .first<Row | undefined>('u.*', 's.created_at as session_created_at', 's.last_seen_at', 's.expires_at', 's.lender_epoch');
     if (!row) return null;
-    return { user: toUser(row), createdAt: row.session_created_at, lastSeenAt: row.last_seen_at, expiresAt: row.expires_at };
+    return {
+      user: toUser(row),
+      createdAt: row.session_created_at,
+      lastSeenAt: row.last_seen_at,
+      expiresAt: row.expires_at,
+      lenderEpoch: Number(row.lender_epoch),
+    };
   }
 
   async touchSession(idHash: string, at: string): Promise<void> {

@@ -24,7 +24,12 @@ const TOUCH_INTERVAL_MS = 60 * 1000;
 
 const EMAIL = /^[^\s@<>"']{1,64}@[^\s@<>"']{1,188}\.[A-Za-z]{2,}$/;
 
-export const normaliseEmail = (email: string) => email.trim().toLowerCase();
+/**
+ * The one form of an email address that is stored, looked up and counted by the sign-in limit:
+ * compatibility-normalised (a full-width or ligature spelling is the same address), trimmed,
+ * lower-cased. Nothing else reshapes an address, so no spelling gets a counter of its own.
+ */
+export const normaliseEmail = (email: string) => email.normalize('NFKC').trim().toLowerCase();
 
 function checkPassword(password: string): void {
   if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
@@ -53,6 +58,7 @@ export async function createDashboardUser(
     email,
     role: input.role as DashboardRole,
     createdAt: deps.now().toISOString(),
+    deactivatedAt: null,
   };
   if (!(await deps.users.insertUser(user, await hashPassword(password)))) throw new AdminError(`A dashboard user ${email} exists already`);
   return { user, password, generated };
@@ -81,6 +87,23 @@ export async function setDashboardPassword(deps: DashboardUsersDeps, email: stri
   return { password: chosen, generated };
 }
 
+/** `admin dashboard-user deactivate`: no sign-in from now on, and every session ended at its next request. */
+export async function deactivateDashboardUser(deps: DashboardUsersDeps, email: string): Promise<DashboardUser> {
+  const user = await requireDashboardUser(deps, email);
+  if (user.deactivatedAt) throw new AdminError(`Dashboard user ${user.email} is already deactivated (since ${user.deactivatedAt})`);
+  const at = deps.now().toISOString();
+  await deps.users.deactivateUser(user.id, at);
+  return { ...user, deactivatedAt: at };
+}
+
+/** `admin dashboard-user reactivate`: sign-in works again; sessions from before stay ended. */
+export async function reactivateDashboardUser(deps: DashboardUsersDeps, email: string): Promise<DashboardUser> {
+  const user = await requireDashboardUser(deps, email);
+  if (!user.deactivatedAt) throw new AdminError(`Dashboard user ${user.email} is active`);
+  await deps.users.reactivateUser(user.id, deps.now().toISOString());
+  return { ...user, deactivatedAt: null };
+}
+
 export async function removeDashboardUser(deps: DashboardUsersDeps, email: string): Promise<DashboardUser> {
   const user = await requireDashboardUser(deps, email);
   await deps.users.deleteUser(user.id);
@@ -96,17 +119,27 @@ export interface SignedIn {
   expiresAt: string;
 }
 
-/** Checks the password (always running scrypt, known email or not) and opens a session; null when refused. */
-export async function signIn(deps: DashboardUsersDeps, email: string, password: string): Promise<SignedIn | null> {
-  if (password.length > MAX_PASSWORD_LENGTH) return null;
+/**
+ * A sign-in's outcome. `deactivated` is told only after the password matched, so it says no more
+ * about an address than a successful sign-in would.
+ */
+export type SignInOutcome = { signedIn: SignedIn } | { refused: 'mismatch' | 'deactivated' };
+
+/** Checks the password (always running scrypt, known email or not) and opens a session. */
+export async function signIn(deps: DashboardUsersDeps, email: string, password: string): Promise<SignInOutcome> {
+  if (password.length > MAX_PASSWORD_LENGTH) return { refused: 'mismatch' };
   const found = await deps.users.findUserByEmail(normaliseEmail(email));
   const matches = await verifyPassword(password, found?.passwordHash ?? UNKNOWN_USER_HASH);
-  if (!found || !matches) return null;
+  if (!found || !matches) return { refused: 'mismatch' };
+  // The account is read after the password, and its epoch goes into the session: a deactivation
+  // committing from here on moves the epoch, so this session is over before it is first used.
+  const lender = await deps.accounts.findLender(found.user.lenderId);
+  if (!lender || lender.deactivatedAt || found.user.deactivatedAt) return { refused: 'deactivated' };
   const now = deps.now();
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS).toISOString();
-  await deps.users.insertSession(hashSessionToken(token), found.user.id, now.toISOString(), expiresAt);
-  return { token, user: found.user, expiresAt };
+  await deps.users.insertSession(hashSessionToken(token), found.user.id, now.toISOString(), expiresAt, lender.accessEpoch ?? 0);
+  return { signedIn: { token, user: found.user, expiresAt } };
 }
 
 export interface ActiveSession {
@@ -118,6 +151,16 @@ export interface ActiveSession {
 
 /** The session behind a cookie value: live, not idle too long, its lender still there; else null. */
 export async function sessionOf(deps: DashboardUsersDeps, token: string | undefined): Promise<ActiveSession | null> {
+  const found = await lookUpSession(deps, token);
+  return found === 'deactivated' ? null : found;
+}
+
+/**
+ * Like `sessionOf`, but says `deactivated` when the session ended because its user or its lender
+ * account was deactivated (or deactivated and reactivated since it was opened): the page then says
+ * why. Such a session is revoked, so it stays over whatever happens to the account later.
+ */
+export async function lookUpSession(deps: DashboardUsersDeps, token: string | undefined): Promise<ActiveSession | 'deactivated' | null> {
   if (!token || !/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
   const now = deps.now();
   const idHash = hashSessionToken(token);
@@ -130,6 +173,10 @@ export async function sessionOf(deps: DashboardUsersDeps, token: string | undefi
   }
   const lender = await deps.accounts.findLender(session.user.lenderId);
   if (!lender) return null;
+  if (session.user.deactivatedAt || lender.deactivatedAt || session.lenderEpoch !== (lender.accessEpoch ?? 0)) {
+    await deps.users.revokeSession(idHash, now.toISOString());
+    return 'deactivated';
+  }
   if (idleFor > TOUCH_INTERVAL_MS) await deps.users.touchSession(idHash, now.toISOString());
   return { user: session.user, lender, csrfToken: csrfTokenFor(token) };
 }

@@ -10,7 +10,14 @@ import { adminContext, startService, type Service } from '../service.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { makeTestCertificates, TestReceiver } from '../../test/support/test-receiver.ts';
 import { DashboardRepository } from './dashboard-repository.ts';
-import { createDashboardUser, revokeDashboardSessions, SESSION_IDLE_MS, type DashboardUsersDeps } from './dashboard-users.ts';
+import {
+  createDashboardUser,
+  deactivateDashboardUser,
+  reactivateDashboardUser,
+  revokeDashboardSessions,
+  SESSION_IDLE_MS,
+  type DashboardUsersDeps,
+} from './dashboard-users.ts';
 import { SIGN_IN_QUOTA } from './http/dashboard-routes.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -43,6 +50,8 @@ for (const factory of testDatabases()) {
         SANDBOX_COMPLETE_DELAY_MS: '2000',
         WEBHOOK_TIMEOUT_MS: '2000',
         LOG_LEVEL: 'silent',
+        // The sign-in limit counts per client address: each test that fills it comes from its own.
+        TRUST_PROXY: 'loopback',
       });
       service = await startService(config, createLogger({ level: 'silent' }), { clock, webhookCa: certificates.ca });
       accounts = new AccountsRepository(service.db.knex);
@@ -85,6 +94,19 @@ for (const factory of testDatabases()) {
       const page = await agent.get('/dashboard/verifications');
       assert.equal(page.status, 200);
       return { agent, csrf: csrfOf(page.text), cookie };
+    }
+
+    /** Sign-in posts without an agent, so many can be sent at once: one form token, any address and client address. */
+    async function signInAttempts(): Promise<(email: string, password: string, from: string) => request.Test> {
+      const form = await request(service.app).get('/dashboard/sign-in');
+      const token = csrfOf(form.text);
+      return (email, password, from) =>
+        request(service.app)
+          .post('/dashboard/sign-in')
+          .set('Cookie', `civ_dashboard_login=${token}`)
+          .set('X-Forwarded-For', from)
+          .type('form')
+          .send({ _csrf: token, email, password });
     }
 
     /** A verification run to completion in the sandbox. */
@@ -262,8 +284,10 @@ for (const factory of testDatabases()) {
       assert.equal((await third.agent.get('/dashboard/account')).status, 303);
     });
 
-    it('limits failed sign-in attempts per email address: past the limit even the right password waits', async () => {
+    it('limits failed sign-in attempts per email address: past the limit even the right password waits; successful ones do not count', async () => {
       const a = await lender();
+      await signIn(a.viewer);
+      await signIn(a.viewer);
       const agent = request.agent(service.app);
       // Every answer carries a fresh form, with a fresh token.
       let page = await agent.get('/dashboard/sign-in');
@@ -282,6 +306,120 @@ for (const factory of testDatabases()) {
         .send({ _csrf: csrfOf(page.text), email: a.viewer, password: PASSWORD });
       assert.equal(right.status, 429);
       assert.ok(Number(right.headers['retry-after']) >= 1);
+    });
+
+    it('reserves each sign-in attempt before its password is checked: of 40 wrong passwords sent at once 10 are checked, and the right one sent during the batch does not sign in', async () => {
+      const a = await lender();
+      const attempt = await signInAttempts();
+      const wrong = Array.from({ length: 40 }, (_, i) => attempt(a.viewer, `wrong guess ${i}`, '198.51.100.10').then((r) => r));
+      // Sent once the server has answered one of the batch, while the rest are still being handled.
+      await Promise.race(wrong);
+      const right = await attempt(a.viewer, PASSWORD, '198.51.100.10');
+      const statuses = (await Promise.all(wrong)).map((r) => r.status);
+      assert.equal(statuses.filter((status) => status === 401).length, SIGN_IN_QUOTA.perMinute, `checked: ${statuses.join(' ')}`);
+      assert.equal(statuses.filter((status) => status === 429).length, 40 - SIGN_IN_QUOTA.perMinute);
+      assert.equal(right.status, 429, 'the right password waits too');
+      assert.ok(Number(right.headers['retry-after']) > 1, 'until the minute window ends, not the burst second');
+      assert.ok(![right.headers['set-cookie']].flat().some((c) => c?.startsWith('civ_dashboard=')), 'no session');
+    });
+
+    it('counts every spelling of an address in one counter: padded, upper-case, full-width or cut at 254 characters, the right password waits', async () => {
+      const a = await lender();
+      const attempt = await signInAttempts();
+      for (let i = 0; i < SIGN_IN_QUOTA.perMinute; i += 1) assert.equal((await attempt(a.viewer, `guess ${i}`, '198.51.100.20')).status, 401);
+      const fullWidth = [...a.viewer].map((c) => String.fromCodePoint(c.codePointAt(0)! + 0xfee0)).join('');
+      for (const spelling of [`  ${a.viewer.toUpperCase()}\t`, `\u00a0${fullWidth}`]) {
+        const response = await attempt(spelling, PASSWORD, '198.51.100.21');
+        assert.equal(response.status, 429, JSON.stringify(spelling));
+      }
+      // Padding past 254 characters used to be cut off for the counter and trimmed for the lookup.
+      const padded = `${a.viewer}${' '.repeat(260 - a.viewer.length)}x`;
+      const response = await attempt(padded, PASSWORD, '198.51.100.22');
+      assert.notEqual(response.status, 303, 'a padded address does not sign in');
+      assert.ok(![response.headers['set-cookie']].flat().some((c) => c?.startsWith('civ_dashboard=')), 'no session');
+    });
+
+    it('bounds the password checks running and waiting: a flood of sign-ins beyond them is answered 503 at once with a clear page, then sign-in works', async () => {
+      const a = await lender();
+      const attempt = await signInAttempts();
+      const tag = randomUUID().slice(0, 8);
+      const flood = await Promise.all(Array.from({ length: 60 }, (_, i) => attempt(`nobody-${i}-${tag}@example.com`, 'not a password', `203.0.113.${i + 1}`)));
+      const statuses = flood.map((r) => r.status);
+      assert.deepEqual([...new Set(statuses)].sort(), [401, 503], statuses.join(' '));
+      const busy = flood.find((r) => r.status === 503)!;
+      assert.match(busy.text, /Too many sign-ins are being checked right now/);
+      assert.equal(busy.headers['retry-after'], '5');
+      assert.equal((await attempt(a.admin, PASSWORD, '203.0.113.200')).status, 303);
+    });
+
+    it("ends a deactivated lender's dashboard: sessions at their next request, every form refused and nothing changed, sign-in refused after the password; reactivation restores sign-in, not old sessions", async () => {
+      const a = await lender();
+      const ctx = adminContext({ mode: 'sandbox' }, accounts, clock);
+      const webhook = await a.api.post('/webhooks', { url: `${receiverUrl}/deactivation`, events: ['verification.completed'] });
+      assert.equal(webhook.status, 201, webhook.text);
+      const webhookId = webhook.body.webhook_id as string;
+      const adding = await signIn(a.admin);
+      const rotating = await signIn(a.admin);
+      const reading = await signIn(a.viewer);
+      const untouched = await signIn(a.viewer);
+      await admin.deactivateLender(ctx, a.account.id);
+
+      const added = await adding.agent
+        .post('/dashboard/webhooks')
+        .type('form')
+        .send({ _csrf: adding.csrf, url: `${receiverUrl}/added`, events: 'verification.completed' });
+      assert.equal(added.status, 403);
+      assert.match(added.text, /deactivated/);
+      const rotated = await rotating.agent
+        .post(`/dashboard/webhooks/${webhookId}/rotate-secret`)
+        .type('form')
+        .send({ _csrf: rotating.csrf, overlap_seconds: '0' });
+      assert.equal(rotated.status, 403);
+      assert.ok(!/whsec_/.test(rotated.text));
+      const page = await reading.agent.get('/dashboard/webhooks');
+      assert.equal(page.status, 303);
+      assert.equal(page.headers.location, '/dashboard/sign-in?notice=deactivated');
+      assert.match((await reading.agent.get(page.headers.location)).text, /has been deactivated/);
+      for (const session of [adding, rotating, reading]) assert.equal((await session.agent.get('/dashboard/account')).headers.location, '/dashboard/sign-in');
+
+      const attempt = await signInAttempts();
+      const wrong = await attempt(a.admin, 'not the password', '198.51.100.30');
+      assert.equal(wrong.status, 401);
+      assert.match(wrong.text, /do not match/);
+      const right = await attempt(a.admin, PASSWORD, '198.51.100.30');
+      assert.equal(right.status, 403);
+      assert.match(right.text, /deactivated, so it cannot sign in/);
+      assert.ok(![right.headers['set-cookie']].flat().some((c) => c?.startsWith('civ_dashboard=')), 'no session');
+
+      await admin.reactivateLender(ctx, a.account.id);
+      // Never used while deactivated, and still over.
+      assert.equal((await untouched.agent.get('/dashboard/verifications')).status, 303);
+      const back = await signIn(a.admin);
+      const list = await a.api.get('/webhooks');
+      assert.deepEqual(
+        list.body.data.map((w: { webhook_id: string }) => w.webhook_id),
+        [webhookId],
+        'no endpoint was added',
+      );
+      const shown = await back.agent.post(`/dashboard/webhooks/${webhookId}/secret`).type('form').send({ _csrf: back.csrf });
+      assert.ok(shown.text.includes(webhook.body.secret as string), 'the secret was not rotated');
+    });
+
+    it('ends a deactivated dashboard user alone: refused sign-in and sessions, the other users of the lender unaffected; reactivation restores sign-in, not old sessions', async () => {
+      const a = await lender();
+      const viewer = await signIn(a.viewer);
+      const untouched = await signIn(a.viewer);
+      const colleague = await signIn(a.admin);
+      assert.ok((await deactivateDashboardUser(users, a.viewer)).deactivatedAt);
+      const page = await viewer.agent.get('/dashboard/verifications');
+      assert.equal(page.headers.location, '/dashboard/sign-in?notice=deactivated');
+      assert.equal((await colleague.agent.get('/dashboard/verifications')).status, 200);
+      const attempt = await signInAttempts();
+      assert.equal((await attempt(a.viewer, 'not the password', '198.51.100.40')).status, 401);
+      assert.equal((await attempt(a.viewer, PASSWORD, '198.51.100.40')).status, 403);
+      await reactivateDashboardUser(users, a.viewer);
+      assert.equal((await untouched.agent.get('/dashboard/verifications')).status, 303);
+      await signIn(a.viewer);
     });
 
     it("shows the account's keys by prefix with their last use (written at most once a minute) and this minute's usage", async () => {

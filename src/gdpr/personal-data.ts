@@ -139,12 +139,13 @@ export const NO_CREATOR_DATA = {
     'created_at',
     'updated_at',
     'deactivated_at',
+    'access_epoch',
   ],
   lender_policies: ['lender_id', 'product_type', 'overrides', 'updated_at'],
   api_keys: ['id', 'lender_id', 'role', 'key_hash', 'key_prefix', 'created_at', 'revoked_at', 'rate_limit_per_minute', 'rate_limit_burst', 'last_used_at'],
   /** The lender's staff: personal data of theirs, not of any creator. */
-  dashboard_users: ['id', 'lender_id', 'email', 'role', 'password_hash', 'created_at'],
-  dashboard_sessions: ['id_hash', 'user_id', 'created_at', 'last_seen_at', 'expires_at', 'revoked_at'],
+  dashboard_users: ['id', 'lender_id', 'email', 'role', 'password_hash', 'created_at', 'deactivated_at'],
+  dashboard_sessions: ['id_hash', 'user_id', 'created_at', 'last_seen_at', 'expires_at', 'revoked_at', 'lender_epoch'],
   webhook_endpoints: [
     'id',
     'lender_id',

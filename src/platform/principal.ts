@@ -22,6 +22,11 @@ export interface LenderAccount {
   updatedAt: string;
   /** Set while the operator has deactivated the account: none of its keys authenticate. */
   deactivatedAt?: string | null;
+  /**
+   * Moves on at every deactivation and at every reactivation: a dashboard session records the
+   * value it was opened under, and one opened under another value is over.
+   */
+  accessEpoch?: number;
 }
 
 /** Resolved from the bearer key on every request, never from anything the client says. */

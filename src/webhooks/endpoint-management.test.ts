@@ -125,6 +125,15 @@ for (const factory of testDatabases()) {
       assert.equal(foreign.body.error, 'validation_error');
     });
 
+    it('P14 holds under concurrency: of 30 registrations sent at once, 20 are created and 10 refused; 20 endpoints exist', async () => {
+      const responses = await Promise.all(
+        Array.from({ length: 30 }, () => api().post('/webhooks', { url: `${receiverUrl}/hook-${randomUUID()}`, events: ['verification.expired'] })),
+      );
+      const statuses = responses.map((response) => response.status);
+      assert.deepEqual([statuses.filter((status) => status === 201).length, statuses.filter((status) => status === 422).length], [20, 10], statuses.join(' '));
+      assert.equal((await api().get('/webhooks?limit=100')).body.data.length, 20);
+    });
+
     it('rotating: a new secret once; during the overlap both signatures, new first, either verifies; afterwards only the new one', async () => {
       const endpoint = await register();
       const rotated = await api().post(`/webhooks/${endpoint.webhook_id}/rotate-secret`, { overlap_seconds: 3600 });

@@ -45,9 +45,9 @@ export async function registerWebhook(deps: EndpointDeps, lenderId: string, requ
   if (!check.ok) {
     throw new DomainError('invalid', check.reason, 'body.url');
   }
-  if ((await deps.webhooks.countEndpoints(lenderId)) >= MAX_ENDPOINTS_PER_LENDER) {
-    throw new DomainError('refused', `A lender can register at most ${MAX_ENDPOINTS_PER_LENDER} webhook endpoints; delete one first.`);
-  }
+  const full = () => new DomainError('refused', `A lender can register at most ${MAX_ENDPOINTS_PER_LENDER} webhook endpoints; delete one first.`);
+  // Checked first so a full account costs no encryption; the insert counts again, atomically.
+  if ((await deps.webhooks.countEndpoints(lenderId)) >= MAX_ENDPOINTS_PER_LENDER) throw full();
   const secret = `whsec_${randomBase62(40)}`;
   const endpoint: WebhookEndpoint = {
     id: newId('whk'),
@@ -59,7 +59,7 @@ export async function registerWebhook(deps: EndpointDeps, lenderId: string, requ
     previousSecretExpiresAt: null,
     createdAt: deps.now().toISOString(),
   };
-  await deps.webhooks.insertEndpoint(endpoint);
+  if (!(await deps.webhooks.insertEndpointWithin(endpoint, MAX_ENDPOINTS_PER_LENDER))) throw full();
   return { ...toResource(endpoint, deps.now()), secret };
 }
 

@@ -213,14 +213,32 @@ export class WebhooksRepository {
     private readonly hot: HotStatements = knexHotStatements(knex),
   ) {}
 
-  async insertEndpoint(endpoint: WebhookEndpoint): Promise<void> {
-    await this.knex('webhook_endpoints').insert({
-      id: endpoint.id,
-      lender_id: endpoint.lenderId,
-      url: endpoint.url,
-      events: JSON.stringify(endpoint.events),
-      secret_ciphertext: endpoint.secretCiphertext,
-      created_at: endpoint.createdAt,
+  /**
+   * Inserts the endpoint unless its lender has `max` live ones already (false then). The count and
+   * the insert are one transaction, and a lender's registrations take turns: SQLite runs one write
+   * transaction at a time, PostgreSQL holds an advisory lock per lender until the commit. Counted
+   * apart, registrations sent at once all saw room and all got in.
+   */
+  async insertEndpointWithin(endpoint: WebhookEndpoint, max: number): Promise<boolean> {
+    return this.knex.transaction(async (trx): Promise<boolean> => {
+      if (this.dialect === 'postgres') {
+        await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`webhook_endpoints:${endpoint.lenderId}`]);
+      }
+      const row = await trx('webhook_endpoints')
+        .where({ lender_id: endpoint.lenderId })
+        .whereNull('deleted_at')
+        .count<{ n: number | string }>({ n: '*' })
+        .first();
+      if (Number(row?.n ?? 0) >= max) return false;
+      await trx('webhook_endpoints').insert({
+        id: endpoint.id,
+        lender_id: endpoint.lenderId,
+        url: endpoint.url,
+        events: JSON.stringify(endpoint.events),
+        secret_ciphertext: endpoint.secretCiphertext,
+        created_at: endpoint.createdAt,
+      });
+      return true;
     });
   }
 

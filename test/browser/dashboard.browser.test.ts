@@ -42,6 +42,8 @@ describe('lender dashboard in a real browser (headless Chromium)', function () {
   let receiver: TestReceiver;
   let receiverUrl: string;
   const lenders: Record<'ours' | 'theirs', { key: string; email: string }> = {} as never;
+  let ctx: admin.AdminContext;
+  let users: Parameters<typeof createDashboardUser>[0];
   let attackForm = '';
 
   before(async function () {
@@ -75,8 +77,8 @@ describe('lender dashboard in a real browser (headless Chromium)', function () {
     service.jobs.start(50);
     service.deliveries.start(100);
     const accounts = new AccountsRepository(service.db.knex);
-    const ctx = adminContext(config, accounts);
-    const users = { users: new DashboardRepository(service.db.knex), accounts, now: () => new Date() };
+    ctx = adminContext(config, accounts);
+    users = { users: new DashboardRepository(service.db.knex), accounts, now: () => new Date() };
     for (const [name, label] of [
       ['ours', 'Northwind Capital'],
       ['theirs', 'Southwind Funding'],
@@ -232,6 +234,51 @@ describe('lender dashboard in a real browser (headless Chromium)', function () {
     await page.goto(`${base}/dashboard/account`);
     assert.equal(new URL(page.url()).pathname, '/dashboard/sign-in');
 
+    assert.deepEqual(violations, []);
+  });
+
+  async function signInAs(email: string, password = PASSWORD): Promise<void> {
+    await page.goto(`${base}/dashboard/sign-in`);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  it("ends a deactivated lender's open session at its next page and refuses sign-in; reactivation restores sign-in, not the old session", async () => {
+    const lender = await admin.createLender(ctx, { name: 'Eastwind Lending' });
+    const email = 'ops-eastwind@example.com';
+    await createDashboardUser(users, { lenderId: lender.id, email, role: 'admin', password: PASSWORD });
+    await signInAs(email);
+    assert.equal(new URL(page.url()).pathname, '/dashboard/verifications');
+    const [oldSession] = (await context.cookies(base)).filter((cookie) => cookie.name === 'civ_dashboard');
+    assert.ok(oldSession, 'a session cookie');
+
+    await admin.deactivateLender(ctx, lender.id);
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    assert.equal(new URL(page.url()).pathname, '/dashboard/sign-in');
+    assert.match(await page.getByRole('status').innerText(), /lender account has been deactivated/);
+    await audit('signed out: deactivated');
+    await signInAs(email, 'wrong password');
+    assert.match(await page.getByRole('alert').innerText(), /do not match/);
+    await signInAs(email);
+    assert.equal(new URL(page.url()).pathname, '/dashboard/sign-in');
+    assert.match(await page.getByRole('alert').innerText(), /deactivated, so it cannot sign in/);
+    await audit('sign-in refused: deactivated');
+
+    await admin.reactivateLender(ctx, lender.id);
+    // The cookie of the session opened before, in a browser of its own.
+    const other = await browser.newContext();
+    try {
+      await other.addCookies([oldSession]);
+      const old = await other.newPage();
+      await old.goto(`${base}/dashboard/verifications`);
+      assert.equal(new URL(old.url()).pathname, '/dashboard/sign-in', 'the old session stays over');
+    } finally {
+      await other.close();
+    }
+    await signInAs(email);
+    assert.equal(new URL(page.url()).pathname, '/dashboard/verifications');
+    assert.ok((await page.content()).includes('Eastwind Lending'));
     assert.deepEqual(violations, []);
   });
 });

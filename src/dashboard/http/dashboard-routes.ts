@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import express, { type CookieOptions, type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AccountsRepository } from '../../accounts/accounts-repository.ts';
 import { peerBenchmark, type PeerBenchmarkDeps } from '../../benchmarks/peer-benchmark.ts';
@@ -6,7 +6,7 @@ import type { ServiceMode } from '../../platform/config.ts';
 import { isDatabaseUnavailable } from '../../platform/db/database.ts';
 import { DomainError } from '../../platform/domain-error.ts';
 import { securePage } from '../../platform/http/page-headers.ts';
-import { PLAN_QUOTAS, quotaFor, type RateLimits } from '../../platform/http/rate-limit.ts';
+import { PLAN_QUOTAS, quotaFor, type Outcome, type RateLimits } from '../../platform/http/rate-limit.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { PRODUCT_TYPES, SCHEMA_VERSIONS, type SchemaVersion } from '../../tape/index.ts';
 import { VERIFICATION_STATES } from '../../verifications/state-machine.ts';
@@ -24,7 +24,8 @@ import {
   type PostToEndpoint,
 } from '../../webhooks/endpoints.ts';
 import type { DashboardRepository } from '../dashboard-repository.ts';
-import { sameToken, sessionOf, signIn, signOut, type ActiveSession, type DashboardUsersDeps } from '../dashboard-users.ts';
+import { lookUpSession, normaliseEmail, sameToken, sessionOf, signIn, signOut, type ActiveSession, type DashboardUsersDeps } from '../dashboard-users.ts';
+import { PasswordChecks } from '../password-checks.ts';
 import {
   accountPage,
   DASHBOARD_CSS,
@@ -55,8 +56,10 @@ export interface DashboardDeps {
 
 /**
  * Failed sign-ins allowed per email address and per client address (D8's limiter) in a minute:
- * beyond them even the right password waits, which makes guessing useless. Successful sign-ins
- * do not count, so an office behind one address is not locked out by its own staff.
+ * beyond them even the right password waits, which makes guessing useless. Each attempt takes its
+ * place in both counters before its password is checked, so a concurrent batch is checked no
+ * further than the limit; a successful sign-in gives its place back, so an office behind one
+ * address is not locked out by its own staff.
  */
 export const SIGN_IN_QUOTA = { perMinute: 10, burst: 10 };
 export const SIGN_IN_QUOTA_PER_ADDRESS = { perMinute: 30, burst: 30 };
@@ -66,7 +69,9 @@ const NOTICES: Record<string, string> = {
   deleted: 'The endpoint was deleted.',
   replayed: 'The delivery was queued again; the log shows its attempts.',
   signed_out: 'You are signed out.',
+  deactivated: 'Your dashboard access was ended: your dashboard user or your lender account has been deactivated. Ask your operator.',
 };
+const DEACTIVATED_SIGN_IN = 'This dashboard user or its lender account is deactivated, so it cannot sign in. Ask your operator to reactivate it.';
 
 const STATUS_OF_DOMAIN_ERROR: Record<DomainError['kind'], number> = { not_found: 404, conflict: 409, invalid: 400, refused: 422 };
 
@@ -127,6 +132,12 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     return html(res, status, signInPage({ loginToken, ...options }));
   };
 
+  const checks = new PasswordChecks();
+  const signInBusy = (res: Response, email: string) => {
+    res.setHeader('Retry-After', '5');
+    return showSignIn(res, 503, { email, error: 'Too many sign-ins are being checked right now. Try again in a few seconds.' });
+  };
+
   router.get('/sign-in', async (req, res) => {
     if (await sessionOf(deps.users, readCookie(req, sessionCookie))) return res.redirect(303, '/dashboard/verifications');
     return showSignIn(res, 200, { notice: NOTICES[one(req.query.notice) ?? ''] });
@@ -138,25 +149,41 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     if (!expected || !sameToken(expected, body._csrf)) {
       return showSignIn(res, 403, { error: 'The sign-in form expired or did not come from this site. Please try again.' });
     }
-    const email = (one(body.email) ?? '').trim().slice(0, 254);
+    const email = normaliseEmail(one(body.email) ?? '');
     const password = one(body.password) ?? '';
+    if (!checks.hasRoom) return signInBusy(res, email);
+    // The address as looked up, hashed: one fixed-length counter per address, however it is spelt.
     const counters = [
-      { subject: `dashboard-sign-in:email:${email.toLowerCase()}`, quota: SIGN_IN_QUOTA },
+      { subject: `dashboard-sign-in:email:${createHash('sha256').update(email).digest('base64url')}`, quota: SIGN_IN_QUOTA },
       { subject: `dashboard-sign-in:ip:${req.ip ?? 'unknown'}`, quota: SIGN_IN_QUOTA_PER_ADDRESS },
     ];
-    for (const { subject, quota } of counters) {
-      const usage = await deps.rateLimits.usage(subject, quota);
-      if (usage.used >= quota.perMinute) {
-        const seconds = Math.max(1, Math.ceil(usage.resetsInMs / 1000));
+    const reserved: Array<(typeof counters)[number] & { at: number; outcome: Outcome }> = [];
+    const giveBack = () => Promise.all(reserved.map(({ subject, quota, ...counted }) => deps.rateLimits.refund(subject, quota, counted)));
+    for (const counter of counters) {
+      const at = Date.now();
+      const outcome = await deps.rateLimits.consume(counter.subject, counter.quota);
+      if (!outcome.allowed) {
+        await giveBack();
+        // Refused by the one-second burst window while the minute's attempts are used up too: the
+        // minute is what to wait for.
+        const minuteUsedUp = outcome.minute.remainingPoints <= 0 ? outcome.minute.msBeforeNext : 0;
+        const seconds = Math.max(1, Math.ceil(Math.max(outcome.retryAfterMs, minuteUsedUp) / 1000));
         res.setHeader('Retry-After', String(seconds));
         return showSignIn(res, 429, { email, error: `Too many failed sign-in attempts. Try again in ${seconds} seconds.` });
       }
+      reserved.push({ ...counter, at, outcome });
     }
-    const signedIn = await signIn(deps.users, email, password);
-    if (!signedIn) {
-      for (const { subject, quota } of counters) await deps.rateLimits.consume(subject, quota);
+    const outcome = await checks.run(() => signIn(deps.users, email, password));
+    if (outcome === 'busy') {
+      await giveBack();
+      return signInBusy(res, email);
+    }
+    if ('refused' in outcome) {
+      if (outcome.refused === 'deactivated') return showSignIn(res, 403, { email, error: DEACTIVATED_SIGN_IN });
       return showSignIn(res, 401, { email, error: 'That email and password do not match a dashboard user.' });
     }
+    await giveBack();
+    const { signedIn } = outcome;
     res.clearCookie(loginCookie, cookieOptions);
     // Max-Age rather than Expires: the browser's clock need not agree with the server's.
     res.cookie(sessionCookie, signedIn.token, { ...cookieOptions, maxAge: new Date(signedIn.expiresAt).getTime() - deps.users.now().getTime() });
@@ -168,7 +195,12 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
   const requireSession: RequestHandler = async (req, res, next) => {
     try {
       const token = readCookie(req, sessionCookie);
-      const session = await sessionOf(deps.users, token);
+      const session = await lookUpSession(deps.users, token);
+      if (session === 'deactivated') {
+        res.clearCookie(sessionCookie, cookieOptions);
+        if (req.method === 'GET' || req.method === 'HEAD') return res.redirect(303, '/dashboard/sign-in?notice=deactivated');
+        return refuse(res, 403, 'Signed out', NOTICES.deactivated!);
+      }
       if (!session || !token) {
         if (req.method === 'GET' || req.method === 'HEAD') return res.redirect(303, '/dashboard/sign-in');
         return refuse(res, 403, 'Signed out', 'Your session has ended. Sign in again, then repeat what you were doing.');

@@ -109,6 +109,19 @@ export class RateLimits {
       return { allowed: false, minute: refusal, retryAfterMs: refusal.msBeforeNext };
     }
   }
+
+  /**
+   * Gives back one request `consume` allowed, for a caller that counts an attempt before doing the
+   * work it limits and then finds the attempt should not count (rate-limiter-flexible's reward).
+   * Counting first is what makes a limit hold under concurrency: each attempt takes its place by
+   * one atomic increment, so no two attempts see the same remaining count. Only the minute window
+   * is given back, and only while the window it was counted in has more than a second to run: a
+   * reward landing in a new window would start that window below zero.
+   */
+  async refund(subject: string, quota: Quota, counted: { at: number; outcome: Outcome }): Promise<void> {
+    if (Date.now() + 1000 >= counted.at + counted.outcome.minute.msBeforeNext) return;
+    await this.limiter(quota.perMinute, 60).reward(subject, 1);
+  }
 }
 
 function headersOf(quota: Quota, outcome: Outcome): Record<string, string> {

@@ -19,6 +19,7 @@ import * as unloggedRateLimits from './20261126_017_unlogged_rate_limits.ts';
 import * as benchmarkCounterShards from './20261127_018_benchmark_counter_shards.ts';
 import * as deliveryIndexes from './20261128_019_delivery_indexes.ts';
 import * as oauthBrowserBinding from './20261128_020_oauth_browser_binding.ts';
+import * as dashboardDeactivation from './20261128_021_dashboard_deactivation.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -44,6 +45,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261127_018_benchmark_counter_shards', benchmarkCounterShards],
   ['20261128_019_delivery_indexes', deliveryIndexes],
   ['20261128_020_oauth_browser_binding', oauthBrowserBinding],
+  ['20261128_021_dashboard_deactivation', dashboardDeactivation],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

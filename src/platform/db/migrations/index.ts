@@ -18,6 +18,7 @@ import * as dashboardUsers from './20261125_016_dashboard_users.ts';
 import * as unloggedRateLimits from './20261126_017_unlogged_rate_limits.ts';
 import * as benchmarkCounterShards from './20261127_018_benchmark_counter_shards.ts';
 import * as deliveryIndexes from './20261128_019_delivery_indexes.ts';
+import * as benchmarkLenderBuckets from './20261129_020_benchmark_lender_buckets.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -42,6 +43,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261126_017_unlogged_rate_limits', unloggedRateLimits],
   ['20261127_018_benchmark_counter_shards', benchmarkCounterShards],
   ['20261128_019_delivery_indexes', deliveryIndexes],
+  ['20261129_020_benchmark_lender_buckets', benchmarkLenderBuckets],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

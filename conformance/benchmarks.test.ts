@@ -20,9 +20,11 @@ forEachTarget((target: Target) => {
   describe('happy: a peer benchmark (4.4) [op:getBenchmark 200]', () => {
     it('places a completed tape among its product type: every metric with value, percentile and quartiles', async function () {
       requireSandbox(this, target);
-      // Another lender's tape of the product type: the first lender's peers are never empty.
-      if (target.keys.otherLender)
-        await created(target, { obligor_reference: 'demo-yt-nano', creator_platforms: ['youtube'], product_type: 'term_loan' }, { key: 'otherLender' });
+      // A tape of each other lender: the first lender's peers are never empty, and no one of them
+      // holds more than half, so only the floor keeps them from being shown.
+      for (const key of ['otherLender', 'thirdLender'] as const) {
+        if (target.keys[key]) await created(target, { obligor_reference: 'demo-yt-nano', creator_platforms: ['youtube'], product_type: 'term_loan' }, { key });
+      }
       const response0 = await createVerification(target, { obligor_reference: 'demo-yt-mid', creator_platforms: ['youtube'], product_type: 'term_loan' });
       const verification = response0.json as Verification;
       const response = await target.api.get(benchmarkPath(verification.verification_id), { key: 'lender' });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { assertError } from './assertions.ts';
 import { forEachTarget, requireKey, requireSandbox, type KeyName, type Target } from './harness.ts';
+import { skipBecause } from './skip.ts';
 import { created, createVerification, randomReference, type Verification } from './sandbox.ts';
 
 /** GET /api/v1/benchmarks/{verification_id} (4.4): every status, and the shape of a benchmark. */
@@ -43,13 +44,18 @@ forEachTarget((target: Target) => {
     });
   });
 
-  describe('happy: peer benchmarks leave out the asking lender, and no lender dominates its peers (P28) [op:getBenchmark 200]', () => {
-    /** `count` completed tapes of the synthetic creator `reference`, made with `key`. */
-    const tapes = async (key: KeyName, productType: string, reference: string, count: number): Promise<string[]> => {
+  describe('happy: peer benchmarks leave out the asking lender, and no one lender holds more than half of its peers (P28) [op:getBenchmark 200]', () => {
+    /** `count` completed tapes of the synthetic creator `reference`, made with `key` (or a key the test made). */
+    const tapes = async (key: KeyName | { apiKey: string }, productType: string, reference: string, count: number): Promise<string[]> => {
       const ids: string[] = [];
       for (let i = 0; i < count; i++) {
-        const verification = await created(target, { obligor_reference: reference, creator_platforms: ['youtube'], product_type: productType }, { key });
-        ids.push(verification.verification_id);
+        const response = await createVerification(
+          target,
+          { obligor_reference: reference, creator_platforms: ['youtube'], product_type: productType },
+          typeof key === 'string' ? { key } : key,
+        );
+        assert.equal(response.status, 201, response.text);
+        ids.push((response.json as Verification).verification_id);
       }
       return ids;
     };
@@ -108,6 +114,25 @@ forEachTarget((target: Target) => {
       assert.deepEqual(learned(after), learned(before), "A's own tape changed A's answer");
       // A's peers are 16 tapes of two lenders, below the floor.
       assert.equal(before.cohort.source, 'reference');
+    });
+
+    it('falls back to the reference population while one lender holds more than half of the peers', async function () {
+      requireSandbox(this, target);
+      requireKey(this, target, 'otherLender');
+      requireKey(this, target, 'thirdLender');
+      if (!target.operator) skipBecause(this, 'needs a self-started target, whose operator CLI can make a fourth lender');
+      this.timeout(120_000);
+      const fourth = await target.operator.createLender('Conformance Lender D');
+      const d = { apiKey: (await target.operator.createKey(fourth.id, 'lender')).api_key };
+      // The asking lender's peers: D with 16 of 30 tapes, B and C with 7 each.
+      const [own] = await tapes('lender', 'revenue_loan', LOW, 1);
+      await tapes(d, 'revenue_loan', HIGH, 16);
+      await tapes('otherLender', 'revenue_loan', B_MID, 7);
+      await tapes('thirdLender', 'revenue_loan', C_MID, 7);
+      assert.equal((await benchmarkOf(own!)).cohort.source, 'reference', 'D holds 16 of the 30 peer tapes');
+      await tapes('otherLender', 'revenue_loan', B_MID, 2);
+      const shown = await benchmarkOf(own!);
+      assert.deepEqual([shown.cohort.source, shown.cohort.size], ['peers', 30], 'D holds 16 of 32: half, not more');
     });
   });
 

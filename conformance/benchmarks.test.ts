@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { assertError } from './assertions.ts';
-import { forEachTarget, requireKey, requireSandbox, type Target } from './harness.ts';
-import { createVerification, randomReference, type Verification } from './sandbox.ts';
+import { forEachTarget, requireKey, requireSandbox, type KeyName, type Target } from './harness.ts';
+import { skipBecause } from './skip.ts';
+import { created, createVerification, randomReference, type Verification } from './sandbox.ts';
 
 /** GET /api/v1/benchmarks/{verification_id} (4.4): every status, and the shape of a benchmark. */
 
@@ -20,8 +21,13 @@ forEachTarget((target: Target) => {
   describe('happy: a peer benchmark (4.4) [op:getBenchmark 200]', () => {
     it('places a completed tape among its product type: every metric with value, percentile and quartiles', async function () {
       requireSandbox(this, target);
-      const created = await createVerification(target, { obligor_reference: 'demo-yt-mid', creator_platforms: ['youtube'], product_type: 'term_loan' });
-      const verification = created.json as Verification;
+      // A tape of each other lender: the first lender's peers are never empty, and no one of them
+      // holds more than half, so only the floor keeps them from being shown.
+      for (const key of ['otherLender', 'thirdLender'] as const) {
+        if (target.keys[key]) await created(target, { obligor_reference: 'demo-yt-nano', creator_platforms: ['youtube'], product_type: 'term_loan' }, { key });
+      }
+      const response0 = await createVerification(target, { obligor_reference: 'demo-yt-mid', creator_platforms: ['youtube'], product_type: 'term_loan' });
+      const verification = response0.json as Verification;
       const response = await target.api.get(benchmarkPath(verification.verification_id), { key: 'lender' });
       assert.equal(response.status, 200, response.text);
       const benchmark = response.json as Benchmark;
@@ -35,6 +41,98 @@ forEachTarget((target: Target) => {
         assert.ok(metric.p25 <= metric.median && metric.median <= metric.p75, `${name}: quartiles in order`);
         if (metric.percentile !== null) assert.equal(metric.percentile % 5, 0, `${name}: the percentile moves in steps of 5`);
       }
+    });
+  });
+
+  describe('happy: peer benchmarks leave out the asking lender, and no one lender holds more than half of its peers (P28) [op:getBenchmark 200]', () => {
+    /** `count` completed tapes of the synthetic creator `reference`, made with `key` (or a key the test made). */
+    const tapes = async (key: KeyName | { apiKey: string }, productType: string, reference: string, count: number): Promise<string[]> => {
+      const ids: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const response = await createVerification(
+          target,
+          { obligor_reference: reference, creator_platforms: ['youtube'], product_type: productType },
+          typeof key === 'string' ? { key } : key,
+        );
+        assert.equal(response.status, 201, response.text);
+        ids.push((response.json as Verification).verification_id);
+      }
+      return ids;
+    };
+    const benchmarkOf = async (id: string, key: KeyName = 'lender'): Promise<Benchmark> => {
+      const response = await target.api.get(benchmarkPath(id), { key });
+      assert.equal(response.status, 200, response.text);
+      return response.json as Benchmark;
+    };
+    /** What a lender learns from an answer, without its time. */
+    const learned = (benchmark: Benchmark) => ({ cohort: benchmark.cohort, metrics: benchmark.metrics });
+    // Synthetic creators by maximum drawdown (spec/examples/tapes): 4 %, 23.69 %, 34.08 % and 77.78 %.
+    const [LOW, B_MID, C_MID, HIGH] = ['short_history_5mo', 'demo-stripe-micro', 'demo_subprime_multi', 'volatile_subprime'];
+    /** The lower edge of a drawdown's bucket: buckets are 2 points wide (docs/benchmarks.md). */
+    const drawdownBucket = (value: number) => Math.floor(value / 2) * 2;
+
+    it("a lender with 29 of 31 tapes cannot place a quartile on another lender's single tape by adding one of its own", async function () {
+      requireSandbox(this, target);
+      requireKey(this, target, 'otherLender');
+      requireKey(this, target, 'thirdLender');
+      this.timeout(120_000);
+      // A splits its tapes between the two ends; B's and C's single tapes lie between. Counted among
+      // A's peers, the median of the drawdown sat on B's bucket, and moved to A's own with its next
+      // tape at the bottom: the difference of the two answers showed B's tape.
+      const [own] = await tapes('lender', 'venture_debt', LOW, 15);
+      await tapes('lender', 'venture_debt', HIGH, 14);
+      const [b] = await tapes('otherLender', 'venture_debt', B_MID, 1);
+      const [c] = await tapes('thirdLender', 'venture_debt', C_MID, 1);
+      const before = await benchmarkOf(own!);
+      await tapes('lender', 'venture_debt', LOW, 1);
+      const after = await benchmarkOf(own!);
+      const drawdown = (benchmark: Benchmark) => benchmark.metrics['max_drawdown_pct']!;
+      const others = [drawdown(await benchmarkOf(b!, 'otherLender')).value!, drawdown(await benchmarkOf(c!, 'thirdLender')).value!];
+      for (const answer of [before, after]) {
+        const median = drawdown(answer).median;
+        assert.ok(!others.map(drawdownBucket).includes(median), `A's median drawdown, ${median}, is the bucket of B's or C's tape (${others.join(', ')})`);
+      }
+      assert.deepEqual(learned(after), learned(before), "A's own tape changed A's answer");
+      // A's peers are B's and C's tapes: two lenders, below the floor.
+      assert.equal(before.cohort.source, 'reference');
+    });
+
+    it("a lender's own tapes never move its answer, even at half of the cohort", async function () {
+      requireSandbox(this, target);
+      requireKey(this, target, 'otherLender');
+      requireKey(this, target, 'thirdLender');
+      this.timeout(120_000);
+      // A holds 15 of 31 tapes, then 16 of 32, never more than half. Counted among its own peers, its
+      // 16th tape at the bottom moved the median drawdown from C's bucket to B's.
+      const [own] = await tapes('lender', 'hpp', LOW, 7);
+      await tapes('lender', 'hpp', HIGH, 8);
+      await tapes('otherLender', 'hpp', B_MID, 8);
+      await tapes('thirdLender', 'hpp', C_MID, 8);
+      const before = await benchmarkOf(own!);
+      await tapes('lender', 'hpp', LOW, 1);
+      const after = await benchmarkOf(own!);
+      assert.deepEqual(learned(after), learned(before), "A's own tape changed A's answer");
+      // A's peers are 16 tapes of two lenders, below the floor.
+      assert.equal(before.cohort.source, 'reference');
+    });
+
+    it('falls back to the reference population while one lender holds more than half of the peers', async function () {
+      requireSandbox(this, target);
+      requireKey(this, target, 'otherLender');
+      requireKey(this, target, 'thirdLender');
+      if (!target.operator) skipBecause(this, 'needs a self-started target, whose operator CLI can make a fourth lender');
+      this.timeout(120_000);
+      const fourth = await target.operator.createLender('Conformance Lender D');
+      const d = { apiKey: (await target.operator.createKey(fourth.id, 'lender')).api_key };
+      // The asking lender's peers: D with 16 of 30 tapes, B and C with 7 each.
+      const [own] = await tapes('lender', 'revenue_loan', LOW, 1);
+      await tapes(d, 'revenue_loan', HIGH, 16);
+      await tapes('otherLender', 'revenue_loan', B_MID, 7);
+      await tapes('thirdLender', 'revenue_loan', C_MID, 7);
+      assert.equal((await benchmarkOf(own!)).cohort.source, 'reference', 'D holds 16 of the 30 peer tapes');
+      await tapes('otherLender', 'revenue_loan', B_MID, 2);
+      const shown = await benchmarkOf(own!);
+      assert.deepEqual([shown.cohort.source, shown.cohort.size], ['peers', 30], 'D holds 16 of 32: half, not more');
     });
   });
 

@@ -22,7 +22,8 @@ import { probeWebhooks } from './webhooks.ts';
  * private webhook targets refused, for the tests of that refusal.
  */
 
-const START_TIMEOUT_MS = 60_000;
+// Eight operator CLI runs, one after another (each applies the migrations), then the start-up.
+const START_TIMEOUT_MS = 120_000;
 const READY_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -40,7 +41,7 @@ const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
 /** The pilot plan of section 8 and D8, which the `pilot` key gets. */
 export const PILOT_QUOTA = { perMinute: 60, burst: 10 } as const;
 
-export type KeyName = 'lender' | 'otherLender' | 'gdpr' | 'revoked' | 'pilot';
+export type KeyName = 'lender' | 'otherLender' | 'thirdLender' | 'gdpr' | 'revoked' | 'pilot';
 export type ServiceMode = 'sandbox' | 'production';
 
 export interface Keys {
@@ -48,6 +49,8 @@ export interface Keys {
   lender: string;
   /** Role lender, of another lender account (tenant isolation). */
   otherLender?: string;
+  /** Role lender, of a third lender account (peer benchmarks need three lenders). */
+  thirdLender?: string;
   /** Role gdpr_admin, of the same lender account as `lender`. */
   gdpr?: string;
   /** A key its operator has revoked. */
@@ -623,8 +626,10 @@ class SelfStartedService implements TargetDefinition {
     // One after another: each CLI run applies migrations, and concurrent runs would contend for the migration lock.
     const lender = await operator.createLender('Conformance Lender A');
     const otherLender = await operator.createLender('Conformance Lender B');
+    const thirdLender = await operator.createLender('Conformance Lender C');
     const lenderKey = await operator.createKey(lender.id, 'lender');
     const otherLenderKey = await operator.createKey(otherLender.id, 'lender');
+    const thirdLenderKey = await operator.createKey(thirdLender.id, 'lender');
     const gdprKey = await operator.createKey(lender.id, 'gdpr_admin');
     // A sandbox key would get 1000/min burst 100 (D8); this one gets the pilot quota, to be tripped.
     const pilotKey = await operator.createKey(lender.id, 'lender');
@@ -633,7 +638,13 @@ class SelfStartedService implements TargetDefinition {
     await this.spawnService(env, baseUrl);
     return {
       baseUrl,
-      keys: { lender: lenderKey.api_key, otherLender: otherLenderKey.api_key, gdpr: gdprKey.api_key, pilot: pilotKey.api_key },
+      keys: {
+        lender: lenderKey.api_key,
+        otherLender: otherLenderKey.api_key,
+        thirdLender: thirdLenderKey.api_key,
+        gdpr: gdprKey.api_key,
+        pilot: pilotKey.api_key,
+      },
       operator,
       lenderId: lender.id,
     };
@@ -768,6 +779,7 @@ class ExternalDeployment implements TargetDefinition {
       keys: {
         lender,
         otherLender: optional('CONFORMANCE_OTHER_LENDER_KEY'),
+        thirdLender: optional('CONFORMANCE_THIRD_LENDER_KEY'),
         gdpr: optional('CONFORMANCE_GDPR_KEY'),
         revoked: optional('CONFORMANCE_REVOKED_KEY'),
         pilot: optional('CONFORMANCE_PILOT_KEY'),
@@ -902,6 +914,7 @@ export function requireKey(context: Mocha.Context, target: Target, name: KeyName
     const option = {
       lender: '--key (CONFORMANCE_LENDER_KEY)',
       otherLender: '--other-lender-key (CONFORMANCE_OTHER_LENDER_KEY)',
+      thirdLender: '--third-lender-key (CONFORMANCE_THIRD_LENDER_KEY)',
       gdpr: '--gdpr-key (CONFORMANCE_GDPR_KEY)',
       revoked: '--revoked-key (CONFORMANCE_REVOKED_KEY)',
       pilot: '--pilot-key (CONFORMANCE_PILOT_KEY)',

@@ -161,8 +161,10 @@ done
 plan=$([ "$MODE" = production ] && echo production || echo pilot)
 lender_a=$(admin lender create --name "Conformance Lender A" --plan "$plan" | json_field id)
 lender_b=$(admin lender create --name "Conformance Lender B" --plan "$plan" | json_field id)
+lender_c=$(admin lender create --name "Conformance Lender C" --plan "$plan" | json_field id)
 lender_key=$(admin key create --lender "$lender_a" --role lender | json_field api_key)
 other_lender_key=$(admin key create --lender "$lender_b" --role lender | json_field api_key)
+third_lender_key=$(admin key create --lender "$lender_c" --role lender | json_field api_key)
 gdpr_key=$(admin key create --lender "$lender_a" --role gdpr_admin | json_field api_key)
 pilot=$(admin key create --lender "$lender_a" --role lender)
 admin key limit --key-id "$(json_field id <<<"$pilot")" --rate-limit 60 --burst 10 >/dev/null
@@ -177,6 +179,7 @@ if [ -n "${CONFORMANCE_BIN:-}" ]; then suite=("$CONFORMANCE_BIN"); else suite=(n
   --base-url "$BASE_URL" \
   --key "$lender_key" \
   --other-lender-key "$other_lender_key" \
+  --third-lender-key "$third_lender_key" \
   --gdpr-key "$gdpr_key" \
   --pilot-key "$(json_field api_key <<<"$pilot")" \
   --revoked-key "$(json_field api_key <<<"$revoked")" \

@@ -102,6 +102,14 @@ export const MUTANTS: Mutant[] = [
     grep: 'a peer benchmark',
   },
   {
+    id: 'benchmark-counts-own-tapes',
+    defect: "a lender's own tapes counted among its peers again (P28): tapes of its own move its answer",
+    file: 'src/benchmarks/peer-benchmark.ts',
+    find: 'const peers = await deps.benchmarks.cohort(productType, lenderId);',
+    replace: 'const peers = await deps.benchmarks.cohort(productType);',
+    grep: 'peer benchmarks leave out the asking lender',
+  },
+  {
     id: 'overlay-in-1.1.0-tape',
     defect: 'overlay blocks shown in a tape rendered at 1.1.0 (they exist from 1.2.0)',
     file: 'src/tape/render.ts',
@@ -223,6 +231,7 @@ async function freePort(): Promise<number> {
 interface Keys {
   lender: string;
   otherLender: string;
+  thirdLender: string;
   gdpr: string;
   pilot: string;
 }
@@ -236,12 +245,14 @@ async function makeTemplateDatabase(copy: string, file: string): Promise<Keys> {
   };
   const a = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender A');
   const b = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender B');
+  const c = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender C');
   const lender = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
   const otherLender = await admin<{ api_key: string }>('key', 'create', '--lender', b.id, '--role', 'lender');
+  const thirdLender = await admin<{ api_key: string }>('key', 'create', '--lender', c.id, '--role', 'lender');
   const gdpr = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'gdpr_admin');
   const pilot = await admin<{ id: string; api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
   await admin('key', 'limit', '--key-id', pilot.id, '--rate-limit', '60', '--burst', '10');
-  return { lender: lender.api_key, otherLender: otherLender.api_key, gdpr: gdpr.api_key, pilot: pilot.api_key };
+  return { lender: lender.api_key, otherLender: otherLender.api_key, thirdLender: thirdLender.api_key, gdpr: gdpr.api_key, pilot: pilot.api_key };
 }
 
 function freshDatabase(template: string, file: string): void {
@@ -301,6 +312,8 @@ async function runSuite(baseUrl: string, keys: Keys, caDir: string, grep: string
     keys.lender,
     '--other-lender-key',
     keys.otherLender,
+    '--third-lender-key',
+    keys.thirdLender,
     '--gdpr-key',
     keys.gdpr,
     '--pilot-key',

@@ -156,6 +156,7 @@ function printViolations(title: string, violations: PrismViolation[]): void {
 interface Keys {
   lender: string;
   otherLender: string;
+  thirdLender: string;
   gdpr: string;
   pilot: string;
   revoked: string;
@@ -176,14 +177,23 @@ async function makeKeys(databaseUrl: string): Promise<Keys> {
   };
   const a = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender A');
   const b = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender B');
+  const c = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender C');
   const lender = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
   const otherLender = await admin<{ api_key: string }>('key', 'create', '--lender', b.id, '--role', 'lender');
+  const thirdLender = await admin<{ api_key: string }>('key', 'create', '--lender', c.id, '--role', 'lender');
   const gdpr = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'gdpr_admin');
   const pilot = await admin<{ id: string; api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
   await admin('key', 'limit', '--key-id', pilot.id, '--rate-limit', '60', '--burst', '10');
   const revoked = await admin<{ id: string; api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
   await admin('key', 'revoke', '--key-id', revoked.id);
-  return { lender: lender.api_key, otherLender: otherLender.api_key, gdpr: gdpr.api_key, pilot: pilot.api_key, revoked: revoked.api_key };
+  return {
+    lender: lender.api_key,
+    otherLender: otherLender.api_key,
+    thirdLender: thirdLender.api_key,
+    gdpr: gdpr.api_key,
+    pilot: pilot.api_key,
+    revoked: revoked.api_key,
+  };
 }
 
 /** The suite from this repository, its output shown as it runs; resolves to its exit status. */
@@ -200,6 +210,8 @@ async function runSuite(prismUrl: string, directUrl: string, keys: Keys, caDir: 
     keys.lender,
     '--other-lender-key',
     keys.otherLender,
+    '--third-lender-key',
+    keys.thirdLender,
     '--gdpr-key',
     keys.gdpr,
     '--pilot-key',

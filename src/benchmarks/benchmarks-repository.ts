@@ -16,6 +16,8 @@ export interface Member {
 export interface Cohort {
   tapes: number;
   lenders: number;
+  /** The tapes of each lender in the cohort, most first: what the dominance rule reads (P28). */
+  tapesPerLender: number[];
   distributions: Partial<Record<BenchmarkMetricName, Distribution>>;
 }
 
@@ -44,10 +46,17 @@ export const COUNTER_SHARDS = 8;
 const ORIGINAL_TABLES = { buckets: 'benchmark_buckets', lenders: 'benchmark_lenders' } as const;
 /** Every other shard's counters, one row per shard (migration 018). */
 const SHARD_TABLES = { buckets: 'benchmark_bucket_shards', lenders: 'benchmark_lender_shards' } as const;
+/** Each lender's own tapes per bucket, every shard a row of it (migration 022): subtracted from its peers. */
+const LENDER_BUCKETS = 'benchmark_lender_buckets';
 
-/** Where a shard's counters live, and what names the shard in their rows. */
-function counterTables(shard: number): { buckets: string; lenders: string; shardColumn: Record<string, number>; shardKey: string[] } {
-  return shard === 0 ? { ...ORIGINAL_TABLES, shardColumn: {}, shardKey: [] } : { ...SHARD_TABLES, shardColumn: { shard }, shardKey: ['shard'] };
+type CounterKind = 'buckets' | 'lenders' | 'lenderBuckets';
+
+/** Where a shard's counters of a kind live, and what names the shard in their rows. */
+function counterTable(shard: number, kind: CounterKind): { table: string; shardColumn: Record<string, number>; shardKey: string[] } {
+  if (kind === 'lenderBuckets') return { table: LENDER_BUCKETS, shardColumn: { shard }, shardKey: ['shard'] };
+  return shard === 0
+    ? { table: ORIGINAL_TABLES[kind], shardColumn: {}, shardKey: [] }
+    : { table: SHARD_TABLES[kind], shardColumn: { shard }, shardKey: ['shard'] };
 }
 
 // Every creation counts its tape with these (fixed-statements.ts says why they are written out).
@@ -192,8 +201,12 @@ export class BenchmarksRepository {
     return rows.map((r) => ({ verificationId: r.id, lenderId: r.lender_id, tape: r.tape }));
   }
 
-  /** The cohort of a product type: a few hundred bucket rows and one row per lender, each in up to `shards` rows, however many tapes it holds. */
-  async cohort(productType: string): Promise<Cohort> {
+  /**
+   * The cohort of a product type as `lenderId` sees it: everyone's tapes but its own (P28). A few
+   * hundred bucket rows, as many of the lender's own, and one row per lender, each in up to `shards`
+   * rows, however many tapes they hold.
+   */
+  async cohort(productType: string, lenderId?: string): Promise<Cohort> {
     const everyShard = (columns: string[], table: 'buckets' | 'lenders') =>
       this.knex
         .select(...columns, 'tapes')
@@ -207,27 +220,50 @@ export class BenchmarksRepository {
               .where({ product_type: productType }),
         )
         .as('counters');
-    const lendersWithTapes = this.knex
+    const lenderRows: Array<{ lender_id: string; tapes: number | string }> = await this.knex
       .from(everyShard(['lender_id'], 'lenders'))
       .groupBy('lender_id')
       .havingRaw('sum(tapes) > 0')
       .select('lender_id')
       .sum({ tapes: 'tapes' });
-    const lenders = (await this.knex.from(lendersWithTapes.as('lenders')).count({ lenders: '*' }).sum({ tapes: 'tapes' }).first()) as
-      { lenders: number | string; tapes: number | string | null } | undefined;
     const rows: Array<{ metric: BenchmarkMetricName; bucket: number | string; tapes: number | string }> = await this.knex
       .from(everyShard(['metric', 'bucket'], 'buckets'))
       .groupBy('metric', 'bucket')
       .havingRaw('sum(tapes) > 0')
       .select('metric', 'bucket')
       .sum({ tapes: 'tapes' });
+    const own: Array<{ metric: BenchmarkMetricName; bucket: number | string; tapes: number | string }> =
+      lenderId === undefined
+        ? []
+        : await this.knex(LENDER_BUCKETS)
+            .where({ product_type: productType, lender_id: lenderId })
+            .groupBy('metric', 'bucket')
+            .select('metric', 'bucket')
+            .sum({ tapes: 'tapes' });
+    const counts = new Map<BenchmarkMetricName, Map<number, number>>();
+    const add = (metric: BenchmarkMetricName, bucket: number, tapes: number) => {
+      const buckets = counts.get(metric) ?? counts.set(metric, new Map()).get(metric)!;
+      buckets.set(bucket, (buckets.get(bucket) ?? 0) + tapes);
+    };
+    for (const row of rows) add(row.metric, Number(row.bucket), Number(row.tapes));
+    for (const row of own) add(row.metric, Number(row.bucket), -Number(row.tapes));
     const distributions: Partial<Record<BenchmarkMetricName, { counts: Map<number, number>; total: number }>> = {};
-    for (const row of rows) {
-      const distribution = (distributions[row.metric] ??= { counts: new Map(), total: 0 });
-      distribution.counts.set(Number(row.bucket), Number(row.tapes));
-      distribution.total += Number(row.tapes);
+    for (const [metric, buckets] of counts) {
+      const distribution = { counts: new Map<number, number>(), total: 0 };
+      // Never below zero, should a count of its own outrun the cohort's (a tape counted by a version
+      // before migration 022 and erased by this one).
+      for (const [bucket, tapes] of buckets) {
+        if (tapes <= 0) continue;
+        distribution.counts.set(bucket, tapes);
+        distribution.total += tapes;
+      }
+      if (distribution.total > 0) distributions[metric] = distribution;
     }
-    return { tapes: Number(lenders?.tapes ?? 0), lenders: Number(lenders?.lenders ?? 0), distributions };
+    const tapesPerLender = lenderRows
+      .filter((row) => row.lender_id !== lenderId)
+      .map((row) => Number(row.tapes))
+      .sort((a, b) => b - a);
+    return { tapes: tapesPerLender.reduce((a, b) => a + b, 0), lenders: tapesPerLender.length, tapesPerLender, distributions };
   }
 
   /**
@@ -264,24 +300,26 @@ export class BenchmarksRepository {
 
 /**
  * Changes to counters, made in one pass in the order of their keys (shard, then the bucket rows, then
- * the lender rows): on PostgreSQL each change holds its row's lock until commit, and two transactions
+ * the lenders' own bucket rows, then the lender rows): on PostgreSQL each change holds its row's lock until commit, and two transactions
  * that took the same rows in different orders (two tapes re-scored at once, one from bucket p to q
  * and the other from q to p; a catch-up and a creation) would each wait for the other until
  * PostgreSQL aborted one as a deadlock. Consecutive increments of one table are one upsert (a
  * creation's are two statements), taking its rows in the order given.
  */
 class CounterChanges {
-  private readonly changes = new Map<string, { shard: number; kind: 'buckets' | 'lenders'; row: Record<string, string | number>; delta: number }>();
+  private readonly changes = new Map<string, { shard: number; kind: CounterKind; row: Record<string, string | number>; delta: number }>();
 
-  /** Adds `delta` to every counter a tape counts in: its buckets and its lender's, in `shard`. */
+  /** Adds `delta` to every counter a tape counts in: its buckets, its lender's own buckets and its lender's, in `shard`. */
   count(shard: number | string, productType: string, lenderId: string, buckets: Member['buckets'], delta: number): void {
     for (const [metric, bucket] of Object.entries(buckets)) {
-      this.change(Number(shard), 'buckets', `${metric}\u0000${String(bucket).padStart(6, '0')}`, { product_type: productType, metric, bucket }, delta);
+      const name = `${metric}\u0000${String(bucket).padStart(6, '0')}`;
+      this.change(Number(shard), 'buckets', name, { product_type: productType, metric, bucket }, delta);
+      this.change(Number(shard), 'lenderBuckets', `${lenderId}\u0000${name}`, { product_type: productType, lender_id: lenderId, metric, bucket }, delta);
     }
     this.change(Number(shard), 'lenders', lenderId, { product_type: productType, lender_id: lenderId }, delta);
   }
 
-  private change(shard: number, kind: 'buckets' | 'lenders', name: string, row: Record<string, string | number>, delta: number): void {
+  private change(shard: number, kind: CounterKind, name: string, row: Record<string, string | number>, delta: number): void {
     const key = `${String(shard).padStart(4, '0')}\u0000${kind}\u0000${String(row.product_type)}\u0000${name}`;
     const existing = this.changes.get(key);
     if (existing) existing.delta += delta;
@@ -293,12 +331,11 @@ class CounterChanges {
     const steps: Array<{ table: string; conflict: string[]; rows: Array<Record<string, string | number>>; delta: number }> = [];
     for (const [, { shard, kind, row, delta }] of [...this.changes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       if (delta === 0) continue;
-      const tables = counterTables(shard);
-      const table = tables[kind];
-      const counter = { ...row, ...tables.shardColumn };
+      const { table, shardColumn, shardKey } = counterTable(shard, kind);
+      const counter = { ...row, ...shardColumn };
       const last = steps.at(-1);
       if (delta > 0 && last && last.delta > 0 && last.table === table) last.rows.push({ ...counter, tapes: delta });
-      else steps.push({ table, conflict: [...Object.keys(row), ...tables.shardKey], rows: [delta > 0 ? { ...counter, tapes: delta } : counter], delta });
+      else steps.push({ table, conflict: [...Object.keys(row), ...shardKey], rows: [delta > 0 ? { ...counter, tapes: delta } : counter], delta });
     }
     for (const { table, conflict, rows, delta } of steps) {
       if (delta < 0) {

@@ -75,7 +75,10 @@ for (const factory of testDatabases()) {
       }
       return created;
     };
-    const benchmarkOf = async (tapeHhi: number) =>
+    /** `count` tapes of one lender, each with HHI `hhi`. */
+    const tapesOf = async (lenderId: string, count: number, hhi: number): Promise<Member[]> =>
+      (await members(count, 1, hhi)).map((member) => ({ ...member, lenderId }));
+    const benchmarkOf = async (tapeHhi: number, askingLender = 'lnd_asking') =>
       peerBenchmark(
         {
           lifecycle: {
@@ -92,7 +95,7 @@ for (const factory of testDatabases()) {
           reference: loadReferencePopulation(),
           now: () => new Date(),
         },
-        'lnd_asking',
+        askingLender,
         'vrf_any',
       );
 
@@ -110,6 +113,49 @@ for (const factory of testDatabases()) {
     it('peers from fewer than 3 lenders fall back to the reference population, however many tapes', async () => {
       await repository.addMany(await members(100, 2));
       assert.equal((await benchmarkOf(0.5)).cohort.source, 'reference');
+    });
+
+    it("a lender with 29 of 31 tapes cannot place the median on another lender's single tape by adding its own (P28)", async () => {
+      // The attack: A's tapes split between the two ends, B's and C's single tapes in between, so the
+      // cohort's median falls on B's bucket; one more tape of A's at the bottom moves it to A's.
+      const [low, high] = [0.1, 0.9];
+      await repository.addMany([
+        ...(await tapesOf('lnd_a', 15, low)),
+        ...(await tapesOf('lnd_a', 14, high)),
+        ...(await tapesOf('lnd_b', 1, 0.5)),
+        ...(await tapesOf('lnd_c', 1, 0.7)),
+      ]);
+      const before = await benchmarkOf(0.5, 'lnd_a');
+      await repository.addMany(await tapesOf('lnd_a', 1, low));
+      const after = await benchmarkOf(0.5, 'lnd_a');
+      for (const answer of [before, after]) {
+        assert.ok(![0.5, 0.7].includes(answer.metrics.platform_hhi.median), `the median ${answer.metrics.platform_hhi.median} shows B's or C's tape`);
+      }
+      assert.deepEqual([after.cohort, after.metrics], [before.cohort, before.metrics], "A's own tape moved its answer");
+      assert.equal(before.cohort.source, 'reference', 'the peers of A are two tapes of two lenders: below the floor');
+      // B's peers: 30 tapes but of two lenders, one of them with 30 of 31.
+      assert.equal((await benchmarkOf(0.5, 'lnd_b')).cohort.source, 'reference');
+    });
+
+    it("a lender's own tapes never move its answer, and peers are shown from 30 tapes of 3 other lenders", async () => {
+      await repository.addMany([...(await tapesOf('lnd_d', 10, 0.3)), ...(await tapesOf('lnd_e', 10, 0.5)), ...(await tapesOf('lnd_f', 10, 0.7))]);
+      await repository.addMany(await tapesOf('lnd_q', 10, 0.5));
+      const before = await benchmarkOf(0.5, 'lnd_q');
+      assert.deepEqual([before.cohort.source, before.cohort.size], ['peers', 30]);
+      assert.deepEqual([before.metrics.platform_hhi.p25, before.metrics.platform_hhi.median, before.metrics.platform_hhi.p75], [0.3, 0.5, 0.7]);
+      await repository.addMany(await tapesOf('lnd_q', 25, 0.9));
+      const after = await benchmarkOf(0.5, 'lnd_q');
+      assert.deepEqual([after.cohort, after.metrics], [before.cohort, before.metrics]);
+      // D's peers: E, F and Q, with Q at 35 of 55 tapes, more than half.
+      assert.equal((await benchmarkOf(0.5, 'lnd_d')).cohort.source, 'reference');
+    });
+
+    it('falls back to the reference population while one lender holds more than half of the peers (P28)', async () => {
+      await repository.addMany([...(await tapesOf('lnd_d', 16, 0.3)), ...(await tapesOf('lnd_e', 7, 0.5)), ...(await tapesOf('lnd_f', 7, 0.7))]);
+      assert.equal((await benchmarkOf(0.5)).cohort.source, 'reference', '16 of 30');
+      await repository.addMany(await tapesOf('lnd_e', 2, 0.5));
+      const half = await benchmarkOf(0.5);
+      assert.deepEqual([half.cohort.source, half.cohort.size], ['peers', 30], '16 of 32');
     });
 
     it('publishes the size in steps of 10, so one more tape does not show', async () => {
@@ -156,6 +202,25 @@ for (const factory of testDatabases()) {
       }
       return { stored, expected, negative: rows.filter((row) => Number(row.tapes) < 0) };
     };
+    /** Each lender's own bucket counters ("shard lender metric bucket" → tapes), and what the member rows say they should hold. */
+    const lenderCounts = async () => {
+      const rows: Array<{ shard: number; lender_id: string; metric: string; bucket: number; tapes: number }> = await db
+        .knex('benchmark_lender_buckets')
+        .select('shard', 'lender_id', 'metric', 'bucket', 'tapes');
+      const stored = Object.fromEntries(
+        rows.filter((row) => Number(row.tapes) !== 0).map((row) => [`${row.shard} ${row.lender_id} ${row.metric} ${row.bucket}`, Number(row.tapes)]),
+      );
+      const expected: Record<string, number> = {};
+      for (const member of await db
+        .knex('benchmark_members')
+        .select<Array<{ shard: number; lender_id: string; buckets: string }>>('shard', 'lender_id', 'buckets')) {
+        for (const [metric, bucket] of Object.entries(JSON.parse(member.buckets) as Record<string, number>)) {
+          const key = `${member.shard} ${member.lender_id} ${metric} ${bucket}`;
+          expected[key] = (expected[key] ?? 0) + 1;
+        }
+      }
+      return { stored, expected };
+    };
     const shardOf = async (verificationId: string) =>
       Number((await db.knex('benchmark_members').where({ verification_id: verificationId }).first('shard')).shard);
 
@@ -184,6 +249,8 @@ for (const factory of testDatabases()) {
       const left = await shardCounts();
       assert.deepEqual(left.stored, left.expected);
       assert.deepEqual(left.negative, []);
+      const own = await lenderCounts();
+      assert.deepEqual(own.stored, own.expected);
       const after = await repository.cohort('rbf');
       assert.deepEqual([after.tapes, after.lenders, after.distributions.platform_hhi!.total], [48, 4, 48]);
       assert.equal(after.distributions.platform_hhi!.counts.get(bucketOf('platform_hhi', 0.9)), 1);
@@ -202,6 +269,8 @@ for (const factory of testDatabases()) {
       }
       const counted = await shardCounts();
       assert.deepEqual(counted.stored, counted.expected);
+      const own = await lenderCounts();
+      assert.deepEqual(own.stored, own.expected);
       assert.deepEqual(
         (await repository.cohort('rbf')).distributions.platform_hhi!.counts,
         new Map([
@@ -321,6 +390,22 @@ for (const factory of testDatabases()) {
       await inUnitOfWork(db.knex, (unit) => repository.erase(unit, [cohort[0]!.verificationId]));
       const after = await repository.cohort('rbf');
       assert.deepEqual([after.tapes, after.distributions.platform_hhi!.total], [29, 29]);
+    });
+
+    it("counts the tapes of before migration 022 in their lenders' own buckets, in the shards they are counted in", async () => {
+      const cohort = await members(30, 3);
+      repository = new BenchmarksRepository(db.knex, COUNTER_SHARDS);
+      for (const member of cohort) await inUnitOfWork(db.knex, (unit) => repository.record(unit, member));
+      await db.knex.migrate.down({ migrationSource: migrations, name: '20261128_022_benchmark_lender_buckets' });
+      await db.migrate();
+      const own = await lenderCounts();
+      assert.ok(Object.keys(own.stored).length >= 3);
+      assert.deepEqual(own.stored, own.expected);
+      await inUnitOfWork(db.knex, (unit) => repository.erase(unit, [cohort[0]!.verificationId]));
+      const left = await lenderCounts();
+      assert.deepEqual(left.stored, left.expected);
+      const seen = await repository.cohort('rbf', cohort[0]!.lenderId);
+      assert.deepEqual([seen.tapes, seen.lenders, seen.distributions.platform_hhi!.total], [20, 2, 20]);
     });
   });
 }

@@ -10,10 +10,18 @@ import { BENCHMARK_METRICS, bucketsOf, metricOf, percentileOf, quantile, type Be
 type Benchmark = components['schemas']['Benchmark'];
 
 /**
- * Peers are shown only from 30 completed tapes of at least 3 lenders (P22); below that the
- * reference population stands in, so a small cohort never reveals one lender's creators.
+ * Peers are shown only from 30 completed tapes of at least 3 lenders (P22), the asking lender's own
+ * not counted (P28); below that the reference population stands in, so a small cohort never reveals
+ * one lender's creators.
  */
 export const COHORT_FLOOR = { tapes: 30, lenders: 3 };
+/**
+ * The (1, 50 %) dominance rule of statistical disclosure control (P28): peers are shown only while
+ * no one lender holds more than half of them. Otherwise the peers' quartiles would be mostly one
+ * lender's book, and that lender, with the asking one, could place them on the few tapes of the
+ * rest (docs/benchmarks.md).
+ */
+export const DOMINANCE = { lenders: 1, share: 0.5 };
 /** A peer cohort's size is published rounded down to this step: adding one tape rarely shows. */
 export const COHORT_SIZE_STEP = 10;
 
@@ -30,7 +38,7 @@ export function loadReferencePopulation(): Record<string, Cohort> {
         distributions[metric as BenchmarkMetricName] = { counts: map, total: [...map.values()].reduce((a, b) => a + b, 0) };
       }
       const tapes = Math.max(0, ...Object.values(distributions).map((d) => d.total));
-      return [productType, { tapes, lenders: 0, distributions }];
+      return [productType, { tapes, lenders: 0, tapesPerLender: [], distributions }];
     }),
   );
 }
@@ -51,8 +59,10 @@ export async function peerBenchmark(deps: PeerBenchmarkDeps, lenderId: string, v
   }
   const tape = found.tape;
   const productType = tape.eligibility.product_type;
-  const peers = await deps.benchmarks.cohort(productType);
-  const usePeers = peers.tapes >= COHORT_FLOOR.tapes && peers.lenders >= COHORT_FLOOR.lenders;
+  // The lender's own tapes are left out: adding tapes of its own then never moves its answer, so no
+  // difference of two of its answers shows another lender's tape (P28).
+  const peers = await deps.benchmarks.cohort(productType, lenderId);
+  const usePeers = publishable(peers);
   const cohort = usePeers ? peers : deps.reference[productType]!;
   const metrics = Object.fromEntries(
     BENCHMARK_METRICS.map((metric) => {
@@ -80,6 +90,12 @@ export async function peerBenchmark(deps: PeerBenchmarkDeps, lenderId: string, v
     metrics,
     generated_at: deps.now().toISOString(),
   };
+}
+
+/** The floor (P22) and the dominance rule (P28), both on the peers the asking lender is compared with. */
+export function publishable(peers: Pick<Cohort, 'tapes' | 'lenders' | 'tapesPerLender'>): boolean {
+  const largest = peers.tapesPerLender.slice(0, DOMINANCE.lenders).reduce((a, b) => a + b, 0);
+  return peers.tapes >= COHORT_FLOOR.tapes && peers.lenders >= COHORT_FLOOR.lenders && largest <= DOMINANCE.share * peers.tapes;
 }
 
 /** The verifications store's tape listener: a completed (or re-scored) tape counts in its cohort, in the same unit of work. */

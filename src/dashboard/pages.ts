@@ -274,7 +274,7 @@ function benchmarkSection(benchmark: Benchmark): string {
     ([name, m]) =>
       `<tr><th scope="row">${e(METRIC_NAMES[name] ?? name)}</th><td>${num(m.value)}</td><td>${m.percentile === null ? '—' : num(m.percentile, 0)}</td><td>${num(m.p25)}</td><td>${num(m.median)}</td><td>${num(m.p75)}</td></tr>`,
   );
-  const source = benchmark.cohort.source === 'peers' ? `${benchmark.cohort.size}+ completed tapes of several lenders` : 'the reference population';
+  const source = benchmark.cohort.source === 'peers' ? `${benchmark.cohort.size}+ completed tapes of other lenders` : 'the reference population';
   return `<section aria-labelledby="benchmark"><h2 id="benchmark">Peer benchmark</h2>
 <p>Against ${e(source)} for ${e(benchmark.cohort.product_type)}.</p>
 ${table('Peer benchmark', ['Metric', 'This creator', 'Percentile', '25th', 'Median', '75th'], rows, 'No metrics.')}</section>`;

@@ -162,6 +162,7 @@ export const NO_CREATOR_DATA = {
   benchmark_bucket_shards: ['product_type', 'metric', 'bucket', 'shard', 'tapes'],
   benchmark_lenders: ['product_type', 'lender_id', 'tapes'],
   benchmark_lender_shards: ['product_type', 'lender_id', 'shard', 'tapes'],
+  benchmark_lender_buckets: ['product_type', 'lender_id', 'metric', 'bucket', 'shard', 'tapes'],
   /** Who asked for what and the counts; never the creator's identifiers. */
   gdpr_audit: ['id', 'lender_id', 'key_id', 'operation', 'at', 'identifier_kinds', 'counts', 'receipt_id'],
   tape_signing_keys: ['kid', 'algorithm', 'public_jwk', 'private_jwk_ciphertext', 'created_at', 'retired_at'],

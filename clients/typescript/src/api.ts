@@ -148,9 +148,12 @@ export interface paths {
         /**
          * Compare a completed verification with its peers
          * @description Places the verification's metrics in the distribution of completed tapes of the same product
-         *     type across all lenders (anonymous aggregates). With fewer than 30 peers a deterministic
-         *     reference population is used; `cohort.source` says which. A verification that is not
-         *     `completed` or does not exist gives `404 not_found`.
+         *     type across the other lenders (anonymous aggregates). The calling lender's own tapes are never
+         *     part of its peers, so adding tapes of its own never changes its answer (P28). Peers are used
+         *     only when they are at least 30 tapes from at least 3 other lenders and no one lender holds
+         *     more than half of them (the (1, 50 %) dominance rule); otherwise a deterministic reference
+         *     population is used. `cohort.source` says which. A verification that is not `completed` or
+         *     does not exist gives `404 not_found`.
          */
         get: operations["getBenchmark"];
         put?: never;
@@ -742,11 +745,11 @@ export interface components {
             verification_id: components["schemas"]["VerificationId"];
             cohort: {
                 /**
-                 * @description `peers`: completed tapes of the same product type across all lenders; `reference`: the built-in synthetic population, used while there are fewer than 30 peers or they come from fewer than 3 lenders (P22).
+                 * @description `peers`: completed tapes of the same product type of every lender but the caller; `reference`: the built-in synthetic population, used while those peers are fewer than 30 tapes, come from fewer than 3 lenders, or one lender holds more than half of them (P22, P28).
                  * @enum {string}
                  */
                 source: "peers" | "reference";
-                /** @description Tapes in the cohort; for `peers` rounded down to a multiple of 10 (P22). */
+                /** @description Tapes in the cohort; for `peers` (the caller's own not counted) rounded down to a multiple of 10 (P22). */
                 size: number;
                 product_type: components["schemas"]["ProductTypeV2"];
             };

@@ -157,6 +157,57 @@ export const MUTANTS: Mutant[] = [
     replace: "tape: { islamic_compliance: '1.1.0', affordability: '1.0.0',",
     grep: 'every tape at every schema version',
   },
+  // ---- cancel (P24): only pending_consent moves; a repeat answers again without a second event
+  {
+    id: 'cancel-accepts-processing',
+    defect: 'a cancel of a processing verification answered 200 (with the verification unchanged) instead of 422',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: "      } else if (record.status !== 'cancelled') {",
+    replace: "      } else if (record.status !== 'cancelled' && record.status !== 'processing') {",
+    grep: 'cancel from every state but pending_consent',
+  },
+  {
+    id: 'cancel-accepts-failed',
+    defect: 'a cancel of a failed (or declined) verification answered 200 instead of 422',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: "      } else if (record.status !== 'cancelled') {",
+    replace: "      } else if (record.status !== 'cancelled' && record.status !== 'failed') {",
+    grep: 'cancel from every state but pending_consent',
+  },
+  {
+    id: 'cancel-accepts-expired',
+    defect: 'a cancel of an expired verification answered 200 instead of 422',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: "      } else if (record.status !== 'cancelled') {",
+    replace: "      } else if (record.status !== 'cancelled' && record.status !== 'expired') {",
+    grep: 'cancel from every state but pending_consent',
+  },
+  {
+    id: 'cancel-moves-expired',
+    defect: 'an expired verification treated as still waiting for consent: the cancel moves it to cancelled',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: "      if (record.status === 'pending_consent') {\n        await moveVerification(store, record, 'cancelled_by_lender', { at: now });",
+    replace:
+      "      if (record.status === 'pending_consent' || record.status === 'expired') {\n        await moveVerification(store, { ...record, status: 'pending_consent' }, 'cancelled_by_lender', { at: now });",
+    grep: 'cancel from every state but pending_consent',
+  },
+  {
+    id: 'cancel-again-sends-event',
+    defect: 'cancelling a cancelled verification applies the cancel again: a second verification.cancelled',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: "      if (record.status === 'pending_consent') {\n        await moveVerification(store, record, 'cancelled_by_lender', { at: now });",
+    replace:
+      "      if (record.status === 'pending_consent' || record.status === 'cancelled') {\n        await moveVerification(store, { ...record, status: 'pending_consent' }, 'cancelled_by_lender', { at: now });",
+    grep: 'even when the cancel is sent twice',
+  },
+  {
+    id: 'cancel-again-refused',
+    defect: 'cancelling a cancelled verification refused with 422 instead of answered again',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: "      } else if (record.status !== 'cancelled') {",
+    replace: '      } else {',
+    grep: 'cancelling again answers the same cancelled verification',
+  },
 ];
 
 /** The service's variables, none inherited from the calling shell (as the suite's own harness does). */

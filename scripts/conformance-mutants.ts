@@ -208,6 +208,63 @@ export const MUTANTS: Mutant[] = [
     replace: '      } else {',
     grep: 'cancelling again answers the same cancelled verification',
   },
+  // ---- webhook secret rotation (P25): default overlap, its end, two rotations, the signing order
+  {
+    id: 'rotation-default-overlap-hour',
+    defect: 'a rotation without overlap_seconds keeps the old secret an hour instead of the documented day',
+    file: 'src/webhooks/endpoints.ts',
+    find: 'export const DEFAULT_ROTATION_OVERLAP_SECONDS = 86_400;',
+    replace: 'export const DEFAULT_ROTATION_OVERLAP_SECONDS = 3_600;',
+    grep: 'rotate-secret without a body',
+  },
+  {
+    id: 'rotation-overlap-end-late',
+    defect: 'the overlap ends a second after overlap_seconds',
+    file: 'src/webhooks/endpoints.ts',
+    find: 'new Date(now.getTime() + overlapSeconds * 1000).toISOString()',
+    replace: 'new Date(now.getTime() + (overlapSeconds + 1) * 1000).toISOString()',
+    grep: 'rotate-secret with a body',
+  },
+  {
+    id: 'rotation-old-secret-signs-past-end',
+    defect: 'the rotated-out secret keeps signing for a minute after the overlap ends',
+    file: 'src/webhooks/endpoints.ts',
+    find: 'endpoint.previousSecretExpiresAt > at.toISOString()',
+    replace: 'endpoint.previousSecretExpiresAt > new Date(at.getTime() - 60_000).toISOString()',
+    grep: 'rotate-secret with a body',
+  },
+  {
+    id: 'rotation-end-shown-past-end',
+    defect: 'previous_secret_expires_at still shown after the overlap has ended',
+    file: 'src/webhooks/endpoints.ts',
+    find: 'endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > now.toISOString()',
+    replace: 'endpoint.previousSecretExpiresAt',
+    grep: 'rotate-secret with a body',
+  },
+  {
+    id: 'rotation-second-keeps-oldest',
+    defect: 'a second rotation during an overlap keeps the oldest secret signing and drops the one it replaces',
+    file: 'src/webhooks/endpoints.ts',
+    find: 'previousSecretCiphertext: overlapSeconds > 0 ? endpoint.secretCiphertext : null,',
+    replace: 'previousSecretCiphertext: overlapSeconds > 0 ? (endpoint.previousSecretCiphertext ?? endpoint.secretCiphertext) : null,',
+    grep: 'rotate-secret twice in a row',
+  },
+  {
+    id: 'rotation-new-secret-not-stored',
+    defect: 'the rotation answers a new secret but keeps signing with the old one',
+    file: 'src/webhooks/endpoints.ts',
+    find: '    ...endpoint,\n    secretCiphertext: encryptSecret(deps.encryptionKey, secret),',
+    replace: '    ...endpoint,\n    secretCiphertext: endpoint.secretCiphertext,',
+    grep: 'rotate-secret without a body',
+  },
+  {
+    id: 'rotation-old-secret-first',
+    defect: "during an overlap the old secret's signature is listed first",
+    file: 'src/webhooks/endpoints.ts',
+    find: '    secrets.push(open(endpoint.previousSecretCiphertext));',
+    replace: '    secrets.unshift(open(endpoint.previousSecretCiphertext));',
+    grep: 'rotate-secret twice in a row',
+  },
 ];
 
 /** The service's variables, none inherited from the calling shell (as the suite's own harness does). */

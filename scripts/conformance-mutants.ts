@@ -265,6 +265,48 @@ export const MUTANTS: Mutant[] = [
     replace: '    secrets.unshift(open(endpoint.previousSecretCiphertext));',
     grep: 'rotate-secret twice in a row',
   },
+  // ---- overlays (4.9, D20): the byte limit, the count limit, idempotency across verifications
+  {
+    id: 'overlay-limit-in-characters',
+    defect: 'the 64 KiB limit of an overlay payload counted in characters, not bytes of UTF-8',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: 'if (Buffer.byteLength(JSON.stringify(data)) > MAX_OVERLAY_DATA_BYTES) {',
+    replace: 'if (JSON.stringify(data).length > MAX_OVERLAY_DATA_BYTES) {',
+    grep: 'the 64 KiB are bytes of UTF-8',
+  },
+  {
+    id: 'overlay-limit-exclusive',
+    defect: 'a payload of exactly 64 KiB refused (the limit made exclusive)',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: 'if (Buffer.byteLength(JSON.stringify(data)) > MAX_OVERLAY_DATA_BYTES) {',
+    replace: 'if (Buffer.byteLength(JSON.stringify(data)) >= MAX_OVERLAY_DATA_BYTES) {',
+    grep: 'a provider payload over 64 KiB',
+  },
+  {
+    id: 'overlay-51st-accepted',
+    defect: 'a 51st overlay attached to one tape',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: '      if (existing.length >= MAX_OVERLAYS_PER_TAPE) {',
+    replace: '      if (existing.length > MAX_OVERLAYS_PER_TAPE) {',
+    grep: 'the 51st overlay on one tape',
+  },
+  {
+    id: 'overlay-key-ignores-verification',
+    defect: "an overlay's Idempotency-Key reused on another verification replays the first overlay instead of 409",
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: "requestFingerprint({ operation: 'createOverlay', verification_id: verificationId, body: request })",
+    replace: "requestFingerprint({ operation: 'createOverlay', body: request })",
+    grep: 'one Idempotency-Key reused on another verification',
+  },
+  {
+    id: 'overlay-on-unfinished-verification',
+    defect: 'an overlay on a verification still pending_consent goes on to rescoring (no tape: a 500) instead of 422',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: "      if (record.status !== 'completed') {\n        throw new DomainError('refused', `Verification ${verificationId} is ${record.status}; overlays attach",
+    replace:
+      "      if (record.status === 'expired') {\n        throw new DomainError('refused', `Verification ${verificationId} is ${record.status}; overlays attach",
+    grep: 'a verification that is not completed: 422 unprocessable naming its status',
+  },
 ];
 
 /** The service's variables, none inherited from the calling shell (as the suite's own harness does). */

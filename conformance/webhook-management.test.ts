@@ -61,6 +61,7 @@ forEachTarget((target) => {
         const response = await session.request('GET', `${WEBHOOKS_PATH}?limit=1${after ? `&starting_after=${after}` : ''}`);
         assert.equal(response.status, 200, response.text);
         const body = response.json as { data: Webhook[]; has_more: boolean };
+        assert.ok(body.data.length === 1, `a page of limit=1 holds one endpoint, not ${body.data.length}`);
         seen.push(...body.data.map((w) => w.webhook_id));
         if (!body.has_more) break;
         after = body.data.at(-1)!.webhook_id;

@@ -307,6 +307,47 @@ export const MUTANTS: Mutant[] = [
       "      if (record.status === 'expired') {\n        throw new DomainError('refused', `Verification ${verificationId} is ${record.status}; overlays attach",
     grep: 'a verification that is not completed: 422 unprocessable naming its status',
   },
+  // ---- boundaries both ways: page sizes and the retry schedule
+  {
+    id: 'list-max-page-10',
+    defect: 'GET /verifications caps a page at 10 instead of the 100 asked for',
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: 'const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);',
+    replace: 'const limit = Math.min(Math.max(query.limit ?? 20, 1), 10);',
+    grep: 'page size both ways',
+  },
+  {
+    id: 'webhook-list-page-one-more',
+    defect: 'GET /webhooks answers one endpoint more than limit',
+    file: 'src/webhooks/endpoints.ts',
+    find: 'const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);',
+    replace: 'const limit = Math.min(Math.max(query.limit ?? 20, 1), 100) + 1;',
+    grep: 'GET /webhooks pages with limit',
+  },
+  {
+    id: 'retry-schedule-doubled',
+    defect: 'retries at twice their WEBHOOK_RETRY_SCHEDULE offsets',
+    file: 'src/webhooks/delivery-worker.ts',
+    find: 'new Date(firstAttemptAt).getTime() + nextOffset * 1000',
+    replace: 'new Date(firstAttemptAt).getTime() + nextOffset * 2000',
+    grep: 'always 500: one attempt per schedule entry',
+  },
+  {
+    id: 'retry-schedule-skips-entry',
+    defect: 'each retry takes the next-but-one offset: one attempt fewer, the others late',
+    file: 'src/webhooks/delivery-worker.ts',
+    find: 'const nextOffset = scheduleSeconds[attemptNumber];',
+    replace: 'const nextOffset = scheduleSeconds[attemptNumber + 1];',
+    grep: 'always 500: one attempt per schedule entry',
+  },
+  {
+    id: 'only-200-acknowledges',
+    defect: 'only a 200 acknowledges a delivery: a 204 or 202 is retried',
+    file: 'src/webhooks/delivery-worker.ts',
+    find: 'const succeeded = statusCode !== null && statusCode >= 200 && statusCode < 300;',
+    replace: 'const succeeded = statusCode === 200;',
+    grep: 'any 2xx acknowledges',
+  },
 ];
 
 /** The service's variables, none inherited from the calling shell (as the suite's own harness does). */

@@ -175,6 +175,44 @@ forEachTarget((target: Target) => {
       assert.equal((await attach(verification.verification_id, { ...screening('compliant'), data: payload(64 * 1024) })).status, 201);
     });
 
+    it('the 64 KiB are bytes of UTF-8, not characters: multi-byte text over 64 KiB in bytes (under it in characters) is refused, exactly 64 KiB accepted', async function () {
+      requireSandbox(this, target);
+      const verification = await completedMurabaha();
+      // `{"blob":"…"}` serialised to exactly `bytes` bytes of UTF-8, mostly '€' (3 bytes, 1 character).
+      const payload = (bytes: number) => {
+        const room = bytes - '{"blob":""}'.length;
+        return { blob: '€'.repeat(Math.floor(room / 3)) + 'x'.repeat(room % 3) };
+      };
+      const over = payload(64 * 1024 + 1);
+      assert.equal(Buffer.byteLength(JSON.stringify(over)), 64 * 1024 + 1);
+      assert.ok(JSON.stringify(over).length < (64 * 1024) / 2, 'far under the limit counted in characters');
+      assertError(await attach(verification.verification_id, { ...screening('compliant'), data: over }), 400, 'validation_error', /data/);
+      assert.equal((await tapeOf(verification.verification_id)).overlay_blocks?.length ?? 0, 0, 'nothing attached');
+      const exact = payload(64 * 1024);
+      assert.equal(Buffer.byteLength(JSON.stringify(exact)), 64 * 1024);
+      const accepted = await attach(verification.verification_id, { ...screening('compliant'), data: exact });
+      assert.equal(accepted.status, 201, accepted.text);
+      assert.equal((await tapeOf(verification.verification_id)).overlay_blocks?.length, 1);
+    });
+
+    it('one Idempotency-Key reused on another verification with the same body: 409 duplicate_request, nothing attached there, the first still replays [op:createOverlay 409 duplicate_request] [header:Idempotency-Key]', async function () {
+      requireSandbox(this, target);
+      const first = await completedMurabaha();
+      const second = await completedMurabaha();
+      const idempotencyKey = randomUUID();
+      const body = screening('compliant');
+      const attached = await attach(first.verification_id, body, { idempotencyKey });
+      assert.equal(attached.status, 201, attached.text);
+      assertError(await attach(second.verification_id, body, { idempotencyKey }), 409, 'duplicate_request');
+      assert.equal((await tapeOf(second.verification_id)).overlay_blocks?.length ?? 0, 0, 'the other verification got no overlay');
+      assert.equal((await tapeOf(second.verification_id)).islamic_compliance?.status, 'pending');
+      const replay = await attach(first.verification_id, body, { idempotencyKey });
+      assert.equal(replay.status, 201, replay.text);
+      assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+      assert.deepEqual(replay.json, attached.json);
+      assert.equal((await tapeOf(first.verification_id)).overlay_blocks?.length, 1);
+    });
+
     it('the 51st overlay on one tape: 422 unprocessable', async function () {
       requireSandbox(this, target);
       const verification = await completedMurabaha();

@@ -51,6 +51,20 @@ forEachTarget((target) => {
       assert.deepEqual(hasMore, [true, true, false]);
     });
 
+    it('page size both ways: 20 without limit (has_more), all 21 with limit=100, never more than asked', async () => {
+      const reference = randomReference('conformance-list-size-');
+      for (let i = 0; i < 21; i += 1) await created(target, { obligor_reference: reference, creator_platforms: ['youtube'] });
+      const page = async (query: string) => {
+        const response = await target.api.get(`${CREATE_PATH}?obligor_reference=${reference}${query}`);
+        assert.equal(response.status, 200, response.text);
+        const body = response.json as { data: Verification[]; has_more: boolean };
+        return [body.data.length, body.has_more];
+      };
+      assert.deepEqual(await page(''), [20, true], 'the default page is 20');
+      assert.deepEqual(await page('&limit=100'), [21, false], 'limit=100 holds them all');
+      assert.deepEqual(await page('&limit=7'), [7, true]);
+    });
+
     it('filters: product_type, status, created_gte (inclusive) and created_lt (exclusive), combined with AND', async () => {
       const { reference, made } = await threeOfOneObligor(['rbf', 'term_loan', 'rbf']);
       const list = async (query: string) => {

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { assertError } from './assertions.ts';
 import { assertEventRequest, transitionRows } from './event-contract.ts';
 import { forEachTarget, requireKey, requireSandbox } from './harness.ts';
-import { randomReference } from './sandbox.ts';
-import { verifySignature } from './webhook-receiver.ts';
-import { attemptWaitMs, placeholderUrl, requireWebhooks, WEBHOOKS_PATH, WebhookSession } from './webhooks.ts';
+import { randomReference, sleep } from './sandbox.ts';
+import { verifySignature, type ReceivedRequest } from './webhook-receiver.ts';
+import { attemptWaitMs, placeholderUrl, requireWebhooks, WEBHOOKS_PATH, WebhookSession, type ReceiverEndpoint } from './webhooks.ts';
 
 /**
  * Webhook endpoint management (P25): GET /webhooks/{id}, pages of GET /webhooks, secret rotation
@@ -12,6 +12,17 @@ import { attemptWaitMs, placeholderUrl, requireWebhooks, WEBHOOKS_PATH, WebhookS
  */
 
 type Webhook = { webhook_id: string; url: string; events: string[]; created_at: string; previous_secret_expires_at: string | null };
+type Rotated = Webhook & { secret: string };
+
+/** Section 5.7 / P25: the overlap a rotation without `overlap_seconds` gives the old secret. */
+const DEFAULT_OVERLAP_SECONDS = 86_400;
+/**
+ * Tolerance of the overlap bounds. They are read on the service's own clock (the end it reports
+ * against the `created_at` of an endpoint registered just before), and the suite's clock only
+ * measures how long its two requests took, so clock skew does not enter; what is left is the
+ * millisecond rounding of the timestamps.
+ */
+const OVERLAP_TOLERANCE_MS = 100;
 
 forEachTarget((target) => {
   describe('happy and errors: webhook endpoint management', function () {
@@ -50,6 +61,7 @@ forEachTarget((target) => {
         const response = await session.request('GET', `${WEBHOOKS_PATH}?limit=1${after ? `&starting_after=${after}` : ''}`);
         assert.equal(response.status, 200, response.text);
         const body = response.json as { data: Webhook[]; has_more: boolean };
+        assert.ok(body.data.length === 1, `a page of limit=1 holds one endpoint, not ${body.data.length}`);
         seen.push(...body.data.map((w) => w.webhook_id));
         if (!body.has_more) break;
         after = body.data.at(-1)!.webhook_id;
@@ -105,6 +117,104 @@ forEachTarget((target) => {
       assert.ok(verifySignature(request.rawBody, second, endpoint.secret), 'then the old one');
       assert.ok(verifySignature(request.rawBody, header, endpoint.secret) && verifySignature(request.rawBody, header, rotated.secret));
       assert.equal(request.signature, 'valid', "the receiver's own check with the new secret");
+    });
+
+    /** Registers an endpoint at the receiver and rotates it at once: the overlap end is read against its created_at. */
+    async function registerAndRotate(label: string, body: { overlap_seconds: number } | undefined) {
+      const started = Date.now();
+      const endpoint = await session.registerReceiver(label, ['verification.completed']);
+      const response = await session.request('POST', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}/rotate-secret`, body ? { json: body } : {});
+      const elapsedMs = Date.now() - started;
+      assert.equal(response.status, 200, response.text);
+      const rotated = response.json as Rotated;
+      session.receiver.expectSignedWith(endpoint.path, rotated.secret);
+      return { endpoint, rotated, elapsedMs };
+    }
+
+    /** The overlap ends `seconds` after the rotation: not before, and not later than the requests took, on the service's clock. */
+    function assertOverlapEnd(rotated: Rotated, seconds: number, elapsedMs: number): void {
+      assert.ok(rotated.previous_secret_expires_at, 'an overlap end');
+      const end = Date.parse(rotated.previous_secret_expires_at) - Date.parse(rotated.created_at);
+      assert.ok(end >= seconds * 1000 - OVERLAP_TOLERANCE_MS, `the overlap ends ${end} ms after registration, before ${seconds} s`);
+      assert.ok(
+        end <= seconds * 1000 + elapsedMs + OVERLAP_TOLERANCE_MS,
+        `the overlap ends ${end} ms after registration, more than ${seconds} s + ${elapsedMs} ms`,
+      );
+    }
+
+    /** POST /webhooks/{id}/test and the request it delivered. */
+    async function delivered(endpoint: ReceiverEndpoint): Promise<ReceivedRequest> {
+      const before = session.receiver.requestsTo(endpoint.path).length;
+      const response = await session.request('POST', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}/test`);
+      assert.equal(response.status, 200, response.text);
+      const requests = session.receiver.requestsTo(endpoint.path);
+      assert.equal(requests.length, before + 1, 'one test delivery');
+      return requests.at(-1)!;
+    }
+
+    const signaturesIn = (request: ReceivedRequest) =>
+      String(request.headers['x-service-signature'])
+        .split(',')
+        .map((entry) => entry.trim());
+    /** Which of `secrets` verify each listed signature, in the header's order. */
+    const signersOf = (request: ReceivedRequest, secrets: Record<string, string>) =>
+      signaturesIn(request).map(
+        (signature) =>
+          Object.keys(secrets)
+            .filter((name) => verifySignature(request.rawBody, signature, secrets[name]!))
+            .join('|') || 'none',
+      );
+
+    it('rotate-secret without a body: the old secret overlaps the default day (86400 s, upper and lower bound), both sign, new first [op:rotateWebhookSecret 200] [header:X-Service-Signature]', async function () {
+      requireWebhooks(this, target);
+      const { endpoint, rotated, elapsedMs } = await registerAndRotate('rotate-default', undefined);
+      assertOverlapEnd(rotated, DEFAULT_OVERLAP_SECONDS, elapsedMs);
+      const request = await delivered(endpoint);
+      assert.deepEqual(signersOf(request, { new: rotated.secret, old: endpoint.secret }), ['new', 'old']);
+      assert.equal(request.signature, 'valid');
+    });
+
+    it('rotate-secret with a body: overlap_seconds is the overlap; during it both secrets sign, after it only the new one, and the end is no longer shown [op:rotateWebhookSecret 200] [header:X-Service-Signature]', async function () {
+      requireWebhooks(this, target);
+      const overlap = 2;
+      this.timeout(overlap * 1000 + 30_000);
+      const { endpoint, rotated, elapsedMs } = await registerAndRotate('rotate-short', { overlap_seconds: overlap });
+      const rotatedAt = Date.now();
+      assertOverlapEnd(rotated, overlap, elapsedMs);
+      const during = await delivered(endpoint);
+      assert.ok(Date.now() - rotatedAt < overlap * 1000, 'the first test was sent inside the overlap');
+      assert.deepEqual(signersOf(during, { new: rotated.secret, old: endpoint.secret }), ['new', 'old'], 'during the overlap');
+      const shown = (await session.request('GET', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}`)).json as Webhook;
+      assert.equal(shown.previous_secret_expires_at, rotated.previous_secret_expires_at);
+      // Past the end on the service's clock too: the wait is measured from after the rotation's answer.
+      await sleep(overlap * 1000 + 1_000 - (Date.now() - rotatedAt));
+      const after = await delivered(endpoint);
+      assert.deepEqual(signersOf(after, { new: rotated.secret, old: endpoint.secret }), ['new'], 'after the overlap only the new secret signs');
+      assert.ok(!verifySignature(after.rawBody, String(after.headers['x-service-signature']), endpoint.secret), 'the old secret no longer verifies');
+      assert.equal(((await session.request('GET', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}`)).json as Webhook).previous_secret_expires_at, null);
+    });
+
+    it('rotate-secret twice in a row: the second retires the first secret at once; the two newest sign, newest first; overlap 0 then leaves one [op:rotateWebhookSecret 200] [header:X-Service-Signature]', async function () {
+      requireWebhooks(this, target);
+      const { endpoint, rotated: first } = await registerAndRotate('rotate-twice', { overlap_seconds: 3600 });
+      const secondResponse = await session.request('POST', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}/rotate-secret`, {
+        json: { overlap_seconds: 3600 },
+      });
+      assert.equal(secondResponse.status, 200, secondResponse.text);
+      const second = secondResponse.json as Rotated;
+      session.receiver.expectSignedWith(endpoint.path, second.secret);
+      assert.equal(new Set([endpoint.secret, first.secret, second.secret]).size, 3, 'three different secrets');
+      assert.ok(
+        Date.parse(second.previous_secret_expires_at!) >= Date.parse(first.previous_secret_expires_at!),
+        'the new overlap runs from the second rotation',
+      );
+      const secrets = { original: endpoint.secret, first: first.secret, second: second.secret };
+      assert.deepEqual(signersOf(await delivered(endpoint), secrets), ['second', 'first'], 'at most two secrets: the original is retired');
+      const third = (await session.request('POST', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}/rotate-secret`, { json: { overlap_seconds: 0 } }))
+        .json as Rotated;
+      session.receiver.expectSignedWith(endpoint.path, third.secret);
+      assert.equal(third.previous_secret_expires_at, null);
+      assert.deepEqual(signersOf(await delivered(endpoint), { ...secrets, third: third.secret }), ['third'], 'overlap 0 ends the overlap at once');
     });
 
     it('test: 200 with the receiver answer; a signed webhook.test valid against its schema arrives, whatever the subscription [op:sendWebhookTest 200] [event:webhook.test]', async function () {

@@ -470,6 +470,12 @@ export interface components {
          * @example obligor-4411
          */
         ObligorReference: string;
+        /**
+         * @description Text the creator's pages show: no control character (C0, DEL, C1) and no bidirectional
+         *     control (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069), which could reverse or
+         *     disguise what the creator reads. Refused with `validation_error`.
+         */
+        DisplaySafeText: string;
         /** Format: email */
         Email: string;
         /**
@@ -497,11 +503,14 @@ export interface components {
         FailureReason: "platform_error" | "consent_revoked" | "timeout" | "consent_declined";
         TapeSchemaVersion: components["schemas"]["SchemaVersion"];
         VerificationCreateRequest: {
-            obligor_reference: components["schemas"]["ObligorReference"];
+            obligor_reference: components["schemas"]["ObligorReference"] & components["schemas"]["DisplaySafeText"];
             /** @description Platforms the creator is asked to connect; no duplicates. */
             creator_platforms: components["schemas"]["Platform"][];
-            /** @description Shown to the creator on the consent page. Defaults to the lender account's name. */
-            lender_name?: string;
+            /**
+             * @description Shown to the creator on the consent page. Defaults to the lender account's name; when it
+             *     differs from that name, the creator's pages show the account's name beside it.
+             */
+            lender_name?: string & components["schemas"]["DisplaySafeText"];
             product_type?: components["schemas"]["ProductTypeV2"];
             /** @description The creator's declared monthly debt obligations in euro; enables the tape's `affordability` block. */
             declared_monthly_obligations_eur?: number;

@@ -190,7 +190,8 @@ export async function startService(config: Config, logger: Logger, options: Serv
           : sandboxIncomeSource(verifications),
       dependentData: [(unit, ids) => webhooks.erase(unit, ids), (unit, ids) => consentRepository.erase(unit, ids), (unit, ids) => benchmarks.erase(unit, ids)],
     });
-    const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now };
+    const registeredLenderName = async (lenderId: string) => (await accounts.findLender(lenderId))?.name ?? null;
+    const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now, registeredLenderName };
     const revocation: GrantRevocationDeps = { consent: consentRepository, providers, encryptionKey, logger, now };
     const jobHandlers = { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) };
     const jobs = new JobRunner(queue, jobHandlers, clock, logger, { leaseMs: config.jobLeaseMs });

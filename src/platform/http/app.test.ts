@@ -271,6 +271,30 @@ for (const factory of testDatabases()) {
       for (const secret of ['query-secret', 'cst_consentTokenSecret', apiKey.slice(9)]) assert.ok(!text.includes(secret), `${secret} reached the log`);
     });
 
+    it("logs no address for a creator's consent pages, and the caller's address for everything else", async () => {
+      const before = setup.log.text().length;
+      const creator = '198.51.100.23';
+      for (const path of ['/consent/cst_consentTokenSecret0123456789', '/consent/privacy', '/consent/oauth/youtube/callback?state=s', '/healthz'])
+        await request(setup.service.app).get(path).set('X-Forwarded-For', creator);
+      const lines = setup.log
+        .text()
+        .slice(before)
+        .split('\n')
+        .filter((line) => line.includes('"request completed"'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      assert.deepEqual(
+        lines.map((line) => [line.path, 'remoteAddress' in line]),
+        [
+          ['/consent/:token', false],
+          ['/consent/:token', false],
+          ['/consent/oauth/youtube/callback', false],
+          ['/healthz', true],
+        ],
+      );
+      assert.ok(!setup.log.text().slice(before).includes(creator));
+      assert.match(String(lines[3]!.remoteAddress), /127\.0\.0\.1|::1/);
+    });
+
     it('answers 503 service_unavailable with Retry-After when the database is gone', async () => {
       const scratch = await factory.create();
       const broken = await withService({}, scratch);

@@ -891,8 +891,37 @@ export interface components {
             event: components["schemas"]["EventName"];
             /** @enum {string} */
             status: "pending" | "succeeded" | "failed";
+            /** @description How many times it was sent; each attempt is in `attempt_log`. */
             attempts: number;
+            /** @description Every attempt to send it, oldest first, with what the receiver answered. */
+            attempt_log: components["schemas"]["GdprDeliveryAttempt"][];
+            /** @description When a pending delivery is sent next; null once it succeeded or failed. */
+            next_attempt_at: components["schemas"]["Timestamp"] | null;
+            /** @description The delivery this one replays, if it is a replay. */
+            replay_of: components["schemas"]["DeliveryId"] | null;
             created_at: components["schemas"]["Timestamp"];
+        };
+        GdprDeliveryAttempt: {
+            attempt: number;
+            attempted_at: components["schemas"]["Timestamp"];
+            /** @description The receiver's HTTP status; null when no response arrived. */
+            status_code: number | null;
+            duration_ms: number;
+            /** @description Why the attempt failed without a response (timeout, refused target, TLS error). */
+            error: string | null;
+            /** @description The start of the receiver's answer, as the service stored it. */
+            response_snippet: string | null;
+        };
+        /** @description One move of the verification's state table, as recorded. */
+        GdprTransition: {
+            /** @description The state before; null for the creation. */
+            from: components["schemas"]["VerificationStatus"] | null;
+            to: components["schemas"]["VerificationStatus"];
+            /** @description What moved it (`x-transitions` of the state table), e.g. `consent_given`. */
+            trigger: string;
+            /** @description The failure reason the move recorded, if any. */
+            reason: string | null;
+            at: components["schemas"]["Timestamp"];
         };
         /** @description Why and how long the data is held (GDPR articles 13 to 15). */
         GdprProcessing: {
@@ -919,6 +948,8 @@ export interface components {
         GdprVerificationRecord: {
             verification: components["schemas"]["Verification"];
             consent_session: components["schemas"]["GdprConsentSession"];
+            /** @description Every state the verification moved through, oldest first, from its creation on. */
+            state_history: components["schemas"]["GdprTransition"][];
             platform_connections: components["schemas"]["GdprConnectionRecord"][];
             income: components["schemas"]["GdprIncomeRecord"][];
             tapes: components["schemas"]["RiskTape"][];

@@ -3,7 +3,7 @@ import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
 import { AccountsRepository } from './accounts/accounts-repository.ts';
 import { DEMO_LENDER_ID, deploymentModeOf, ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
-import { ConfigError, type Config } from './platform/config.ts';
+import { ConfigError, TRUST_PROXY_TRUE_REFUSED, type Config } from './platform/config.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { openDatabase, type Database } from './platform/db/database.ts';
 import { listOperations, loadApiDocument } from './platform/http/api-document.ts';
@@ -174,6 +174,10 @@ export async function startService(config: Config, logger: Logger, options: Serv
         { platform, missing: variables },
         `PRODUCTION WITHOUT ${platform.toUpperCase()} CREDENTIALS: creators cannot connect ${platform}; set ${variables.join(' and ')}`,
       );
+    }
+    if (config.trustProxy === true) {
+      // Refused in production (config.ts); a sandbox may run behind anything, but says so loudly.
+      logger.warn({ trustProxy: true }, `TRUST_PROXY=true TRUSTS ANY CLIENT'S X-Forwarded-For: ${TRUST_PROXY_TRUE_REFUSED}`);
     }
     const now = () => clock.now();
     const lifecycle = new VerificationLifecycle({

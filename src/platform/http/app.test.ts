@@ -447,6 +447,67 @@ describe('production mode', () => {
   });
 });
 
+describe('a sandbox started with TRUST_PROXY=true', () => {
+  it('starts, but warns at start that any client can then choose its address', async () => {
+    const testDb = await testDatabases()[0]!.create();
+    const setup = await withService({ TRUST_PROXY: 'true' }, testDb);
+    try {
+      const warning = setup.log
+        .text()
+        .split('\n')
+        .filter((line) => line.includes('TRUST_PROXY=true'))
+        .map((line) => JSON.parse(line) as { level: number; msg: string });
+      assert.equal(warning.length, 1);
+      assert.equal(warning[0]!.level, 40);
+      assert.match(warning[0]!.msg, /number of proxies/);
+    } finally {
+      await setup.service.close();
+      await testDb.drop();
+    }
+  });
+});
+
+describe('production mode behind one proxy (TRUST_PROXY=1)', () => {
+  let testDb: TestDatabase;
+  let setup: Awaited<ReturnType<typeof withService>>;
+  // The proxy (this test, at 127.0.0.1) appends the address it saw; a client may write anything before it.
+  const through = (client: string, forged: string) => ({ 'X-Forwarded-For': `${forged}, ${client}` });
+
+  before(async () => {
+    testDb = await testDatabases()[0]!.create();
+    setup = await withService({ SERVICE_MODE: 'production', ENCRYPTION_KEY: 'b'.repeat(64), TRUST_PROXY: '1' }, testDb);
+  });
+  after(async () => {
+    await setup.service.close();
+    await testDb.drop();
+  });
+
+  it("checks the IP allowlist against the address the proxy saw, not a client's forged X-Forwarded-For", async () => {
+    const { lender, apiKey } = await lenderWithKey(setup.ctx);
+    await admin.updateLender(setup.ctx, { id: lender.id, allowlist: ['10.0.0.0/8'] });
+    const call = (headers: Record<string, string>) =>
+      request(setup.service.app).get('/api/v1/verifications/vrf_unknown').auth(apiKey, { type: 'bearer' }).set(headers);
+    const forged = await call(through('203.0.113.7', '10.1.2.3'));
+    assert.equal(forged.status, 403, 'an allowlisted address written by the client does not let it in');
+    assert.equal(forged.body.error, 'forbidden');
+    assert.equal((await call(through('10.9.9.9', '203.0.113.7'))).status, 404, 'the allowlisted address the proxy saw is let in');
+  });
+
+  it('counts unauthenticated requests against the address the proxy saw, whatever the client forges', async () => {
+    const remaining = async (headers: Record<string, string>) =>
+      Number(
+        (await request(setup.service.app).get('/api/v1/verifications').auth('civ_live_wrong', { type: 'bearer' }).set(headers)).headers[
+          'x-ratelimit-remaining'
+        ],
+      );
+    const first = await remaining(through('198.51.100.40', '192.0.2.1'));
+    const second = await remaining(through('198.51.100.40', '192.0.2.2'));
+    const third = await remaining(through('198.51.100.40', '192.0.2.3'));
+    assert.deepEqual([second, third], [first - 1, first - 2], 'one counter for one client, though each request forged another address');
+    assert.equal(await remaining(through('198.51.100.41', '192.0.2.1')), first, 'another client has a counter of its own');
+  });
+});
+
 describe('one layer for several handlers (inSeries)', () => {
   type Step = Parameters<RequestHandler>[2];
   /** Runs the series once; what reached the outer `next`, and which handlers ran. */

@@ -187,6 +187,15 @@ for (const factory of testDatabases()) {
       assert.equal(malformed.status, 400, malformed.text);
     });
 
+    it('lets no other site frame the API docs or the changelog, like every other page', async () => {
+      for (const path of ['/docs', '/docs/changelog']) {
+        const response = await request(setup.service.app).get(path);
+        assert.equal(response.status, 200, path);
+        assert.match(response.headers['content-security-policy'] ?? '', /(^|;\s*)frame-ancestors 'none'(;|$)/, path);
+        assert.equal(response.headers['x-frame-options'], 'DENY', path);
+      }
+    });
+
     it('serves the published documents only at their exact paths (strict, case-sensitive)', async () => {
       for (const path of ['/openapi.json', '/docs', '/docs/changelog', '/asyncapi.yaml']) {
         assert.equal((await request(setup.service.app).get(path)).status, 200, path);

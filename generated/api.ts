@@ -274,7 +274,9 @@ export interface paths {
         /**
          * List an endpoint's deliveries
          * @description The delivery log of one endpoint, newest first: each delivery with its attempts, response
-         *     status codes and timings. Paginate with `starting_after`.
+         *     status codes and timings. Paginate with `starting_after`; one that is not a delivery of this
+         *     endpoint (never issued, another endpoint's, or erased since) is `400 validation_error`, as
+         *     on the verification list.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;

@@ -110,7 +110,7 @@ export function adminContext(config: Pick<Config, 'mode'>, accounts: AccountsRep
 /** Opens the database, applies migrations and builds the HTTP app; the caller decides where it listens. */
 export async function startService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
   const clock = options.clock ?? systemClock;
-  const db = openDatabase(config.databaseUrl);
+  const db = openDatabase(config.databaseUrl, { logger });
   try {
     await db.migrate();
     const accounts = new AccountsRepository(db.knex, db.hot);
@@ -139,6 +139,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       }),
       clock,
       logger,
+      databaseOutage: db.outage,
     });
     const wakeDeliveries = () => deliveries.wake();
     const outbox = new EventOutbox();
@@ -198,7 +199,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
     const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now, registeredLenderName };
     const revocation: GrantRevocationDeps = { consent: consentRepository, providers, encryptionKey, logger, now };
     const jobHandlers = { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) };
-    const jobs = new JobRunner(queue, jobHandlers, clock, logger, { leaseMs: config.jobLeaseMs });
+    const jobs = new JobRunner(queue, jobHandlers, clock, logger, { leaseMs: config.jobLeaseMs, databaseOutage: db.outage });
     const webhookUseCases = {
       webhooks,
       encryptionKey,

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { assertError } from './assertions.ts';
 import { forEachTarget, requireKey, requireSandbox, type Target } from './harness.ts';
-import { createVerification, follow, randomReference, type Verification } from './sandbox.ts';
+import { transitionRows } from './event-contract.ts';
+import { createVerification, follow, randomReference, sleep, type Verification } from './sandbox.ts';
+import { finished, requireWebhooks, WebhookSession, type Delivery, type DeliveryList, type WebhookResource } from './webhooks.ts';
 
 /**
  * The data-protection operations of section 4.8 (role gdpr_admin): every row of the error table for
@@ -17,9 +19,18 @@ interface AccessReport {
   verifications: Array<{
     verification: Verification;
     consent_session: { state: string; expires_at: string };
+    state_history: Array<{ from: string | null; to: string; trigger: string; reason: string | null; at: string }>;
     platform_connections: Array<{ platform: string; account_email: string | null }>;
     tapes: Array<{ verification_id: string }>;
     webhook_events: Array<{ event: string; payload: { verification_id: string } }>;
+    webhook_deliveries: Array<{
+      delivery_id: string;
+      status: string;
+      attempts: number;
+      attempt_log: Array<Delivery['attempts'][number] & { response_snippet: string | null }>;
+      next_attempt_at: string | null;
+      replay_of: string | null;
+    }>;
   }>;
 }
 
@@ -146,6 +157,74 @@ forEachTarget((target: Target) => {
         [verification.verification_id],
       );
       assert.ok(record.webhook_events.some((e) => e.event === 'verification.completed' && e.payload.verification_id === verification.verification_id));
+    });
+
+    it('export: the whole state history and every delivery attempt with what the receiver answered, as the API showed them', async function () {
+      this.timeout(120_000);
+      requireKey(this, target, 'gdpr');
+      requireSandbox(this, target);
+      requireWebhooks(this, target);
+      const session = await WebhookSession.open(target);
+      try {
+        // An endpoint of the gdpr key's lender account, so its delivery belongs to the exported creator.
+        const path = session.receiver.newPath('gdpr-export');
+        const registered = await session.create({ url: session.receiver.urlFor(path), events: ['verification.completed'] }, 'lender');
+        assert.equal(registered.status, 201, registered.text);
+        const webhook = registered.json as WebhookResource & { secret: string };
+        session.receiver.expectSignedWith(path, webhook.secret);
+        const reference = randomReference('test-complete-gdpr-export-');
+        const verification = await realCreator(reference);
+        const states = (await follow(target, verification.verification_id)).map((o) => o.resource.status);
+        assert.equal(states.at(-1), 'completed');
+        let delivered: Delivery | undefined;
+        for (const deadline = Date.now() + 60_000; !delivered; await sleep(200)) {
+          const listed = await session.deliveries(webhook.webhook_id, { limit: 100 }, 'lender');
+          assert.equal(listed.status, 200, listed.text);
+          delivered = (listed.json as DeliveryList).data.find((d) => d.verification_id === verification.verification_id && finished(d));
+          assert.ok(delivered || Date.now() < deadline, 'the delivery of verification.completed finished within 60 s');
+        }
+
+        const response = await target.api.get(exportPath({ obligor_id: reference }), { key: 'gdpr' });
+        assert.equal(response.status, 200, response.text);
+        const [record] = (response.json as { report: AccessReport }).report.verifications;
+        assert.ok(record);
+
+        const history = record.state_history;
+        assert.deepEqual(
+          history.map((t) => [t.from, t.to]),
+          [
+            [null, 'pending_consent'],
+            ['pending_consent', 'processing'],
+            ['processing', 'completed'],
+          ],
+        );
+        const rows = await transitionRows();
+        for (const move of history)
+          assert.ok(
+            rows.some((row) => row.from === move.from && row.to === move.to && row.trigger === move.trigger),
+            `${JSON.stringify(move)} is a row of x-transitions`,
+          );
+        assert.equal(history[0]!.at, verification.created_at);
+        assert.equal(history.at(-1)!.at, record.verification.completed_at);
+
+        const exported = record.webhook_deliveries.find((d) => d.delivery_id === delivered.delivery_id);
+        assert.ok(exported, 'the delivery is in the export');
+        assert.equal(exported.status, delivered.status);
+        assert.equal(exported.next_attempt_at, delivered.next_attempt_at);
+        assert.equal(exported.replay_of, delivered.replay_of ?? null);
+        assert.equal(exported.attempts, delivered.attempts.length);
+        assert.deepEqual(
+          exported.attempt_log.map(({ response_snippet: _snippet, ...attempt }) => attempt),
+          delivered.attempts,
+        );
+        assert.deepEqual(
+          exported.attempt_log.map((a) => [a.status_code, a.response_snippet]),
+          [[200, 'ok']],
+          "the receiver's answer as stored",
+        );
+      } finally {
+        await session.cleanup();
+      }
     });
 
     it('erase: a receipt with counts and no personal data; the creator is gone, and a second erase is 404', async function () {

@@ -217,6 +217,50 @@ forEachTarget((target) => {
         });
       }
 
+      describe('display spoofing: control and bidirectional characters in text the creator reads', () => {
+        /** Each would reverse, hide or disguise what the consent page shows (U+202E turns "Acme" into "emcA"). */
+        const spoofs: Array<[string, string]> = [
+          ['U+202E right-to-left override', '\u202E'],
+          ['U+2066 left-to-right isolate', '\u2066'],
+          ['U+200F right-to-left mark', '\u200F'],
+          ['U+061C Arabic letter mark', '\u061C'],
+          ['U+0085 (C1 next line)', '\u0085'],
+          ['U+009B (C1 control sequence introducer)', '\u009B'],
+        ];
+        /** The verifications of one obligor reference that a later list shows. */
+        const listed = async (reference: string) => {
+          const response = await target.api.get(`${CREATE_PATH}?obligor_reference=${encodeURIComponent(reference)}`);
+          assert.equal(response.status, 200, response.text);
+          return (response.json as { data: unknown[] }).data;
+        };
+        for (const [what, character] of spoofs) {
+          it(`an obligor_reference with ${what}: 400 validation_error, and nothing is created`, async () => {
+            const reference = `conformance-spoof-${randomBytes(6).toString('hex')}${character}gnp.exe`;
+            assertError(
+              await createVerification({ json: { ...validCreateBody(), obligor_reference: reference } }),
+              400,
+              'validation_error',
+              /obligor_reference/,
+            );
+            assert.deepEqual(await listed(reference), []);
+          });
+        }
+        for (const [what, character] of [...spoofs, ['U+0007 (C0 bell)', '\u0007'] as [string, string]]) {
+          it(`a lender_name with ${what}: 400 validation_error, and nothing is created`, async () => {
+            const reference = `conformance-spoof-${randomBytes(6).toString('hex')}`;
+            const body = { ...validCreateBody(), obligor_reference: reference, lender_name: `Acme ${character}latipaC` };
+            assertError(await createVerification({ json: body }), 400, 'validation_error', /lender_name/);
+            assert.deepEqual(await listed(reference), []);
+          });
+        }
+        it('letters of any script, and punctuation, are still accepted', async () => {
+          const reference = `conformance-spoof-${randomBytes(6).toString('hex')}-ü-\u05D0`;
+          const response = await createVerification({ json: { ...validCreateBody(), obligor_reference: reference, lender_name: 'Ünal & Søn – شركة' } });
+          assert.equal(response.status, 201, response.text);
+          assert.equal((await listed(reference)).length, 1);
+        });
+      });
+
       it('for an Idempotency-Key that is not a UUID', async () => {
         const response = await createVerification({ json: validCreateBody(), headers: { 'idempotency-key': 'not-a-uuid' } });
         assertError(response, 400, 'validation_error', /idempotency-key/i);

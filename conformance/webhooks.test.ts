@@ -297,6 +297,16 @@ forEachTarget((target) => {
       assert.deepEqual(fine.json, { data: [], has_more: false }, 'a new endpoint has an empty log');
     });
 
+    it('the delivery log: a starting_after that is no delivery of this endpoint is 400 validation_error, as on the verification list', async function () {
+      const webhook = await session.register(validUrl(), ['tape.updated']);
+      const neverIssued = randomUUID();
+      const response = await session.deliveries(webhook.webhook_id, { starting_after: neverIssued });
+      assertError(response, 400, 'validation_error', /starting_after/);
+      const list = await session.request('GET', `/api/v1/verifications?starting_after=vrf_neverissued0000000000`);
+      assertError(list, 400, 'validation_error', /starting_after/);
+      assert.equal((response.json as { error: string }).error, (list.json as { error: string }).error);
+    });
+
     it('an endpoint id that does not exist: 404 not_found on DELETE, on its delivery log and on a replay', async () => {
       const id = neverIssuedWebhookId();
       assertError(await session.remove(id), 404, 'not_found');

@@ -3,7 +3,7 @@ import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
 import { AccountsRepository } from './accounts/accounts-repository.ts';
 import { DEMO_LENDER_ID, deploymentModeOf, ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
-import { ConfigError, type Config } from './platform/config.ts';
+import { ConfigError, TRUST_PROXY_TRUE_REFUSED, type Config } from './platform/config.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { openDatabase, type Database } from './platform/db/database.ts';
 import { listOperations, loadApiDocument } from './platform/http/api-document.ts';
@@ -111,7 +111,7 @@ export function adminContext(config: Pick<Config, 'mode'>, accounts: AccountsRep
 /** Opens the database, applies migrations and builds the HTTP app; the caller decides where it listens. */
 export async function startService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
   const clock = options.clock ?? systemClock;
-  const db = openDatabase(config.databaseUrl);
+  const db = openDatabase(config.databaseUrl, { logger });
   try {
     await db.migrate();
     const accounts = new AccountsRepository(db.knex, db.hot);
@@ -140,6 +140,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
       }),
       clock,
       logger,
+      databaseOutage: db.outage,
     });
     const wakeDeliveries = () => deliveries.wake();
     const outbox = new EventOutbox();
@@ -176,6 +177,10 @@ export async function startService(config: Config, logger: Logger, options: Serv
         `PRODUCTION WITHOUT ${platform.toUpperCase()} CREDENTIALS: creators cannot connect ${platform}; set ${variables.join(' and ')}`,
       );
     }
+    if (config.trustProxy === true) {
+      // Refused in production (config.ts); a sandbox may run behind anything, but says so loudly.
+      logger.warn({ trustProxy: true }, `TRUST_PROXY=true TRUSTS ANY CLIENT'S X-Forwarded-For: ${TRUST_PROXY_TRUE_REFUSED}`);
+    }
     const now = () => clock.now();
     const lifecycle = new VerificationLifecycle({
       verifications,
@@ -191,10 +196,11 @@ export async function startService(config: Config, logger: Logger, options: Serv
           : sandboxIncomeSource(verifications),
       dependentData: [(unit, ids) => webhooks.erase(unit, ids), (unit, ids) => consentRepository.erase(unit, ids), (unit, ids) => benchmarks.erase(unit, ids)],
     });
-    const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now };
+    const registeredLenderName = async (lenderId: string) => (await accounts.findLender(lenderId))?.name ?? null;
+    const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now, registeredLenderName };
     const revocation: GrantRevocationDeps = { consent: consentRepository, providers, encryptionKey, logger, now };
     const jobHandlers = { ...lifecycle.jobHandlers(), ...grantRevocationJobs(revocation) };
-    const jobs = new JobRunner(queue, jobHandlers, clock, logger, { leaseMs: config.jobLeaseMs });
+    const jobs = new JobRunner(queue, jobHandlers, clock, logger, { leaseMs: config.jobLeaseMs, databaseOutage: db.outage });
     const webhookUseCases = {
       webhooks,
       encryptionKey,

@@ -17,6 +17,8 @@ export interface ConsentDeps {
   encryptionKey: Buffer;
   logger: Logger;
   now: () => Date;
+  /** The registered name of a lender account (accounts/), shown beside a lender-supplied `lender_name`. */
+  registeredLenderName: (lenderId: string) => Promise<string | null>;
 }
 
 /**
@@ -43,8 +45,8 @@ export const callbackPath = (platform: Platform) => `/consent/oauth/${platform}/
 /** What a consent link shows. Unknown, expired and finished links say so and reveal nothing else. */
 export type ConsentSession =
   | { kind: 'unknown' }
-  | { kind: 'expired' | 'finished'; verification: VerificationRecord }
-  | { kind: 'open'; verification: VerificationRecord; connections: Map<string, string> };
+  | { kind: 'expired' | 'finished'; verification: VerificationRecord; registeredLenderName: string | null }
+  | { kind: 'open'; verification: VerificationRecord; connections: Map<string, string>; registeredLenderName: string | null };
 
 export class ConsentRefused extends Error {
   override name = 'ConsentRefused';
@@ -64,11 +66,12 @@ export async function openConsentSession(deps: ConsentDeps, token: string): Prom
   const found = await deps.lifecycle.findByConsentTokenHash(sha256Hex(token));
   if (!found) return { kind: 'unknown' };
   const { record, connections } = found;
+  const registeredLenderName = await deps.registeredLenderName(record.lenderId);
   if (record.status === 'expired' || (record.status === 'pending_consent' && new Date(record.expiresAt) <= deps.now())) {
-    return { kind: 'expired', verification: record };
+    return { kind: 'expired', verification: record, registeredLenderName };
   }
-  if (record.status !== 'pending_consent') return { kind: 'finished', verification: record };
-  return { kind: 'open', verification: record, connections };
+  if (record.status !== 'pending_consent') return { kind: 'finished', verification: record, registeredLenderName };
+  return { kind: 'open', verification: record, connections, registeredLenderName };
 }
 
 async function requireOpen(deps: ConsentDeps, token: string) {

@@ -46,12 +46,38 @@ for (const factory of testDatabases()) {
         { clock },
       );
       const ctx = adminContext({ mode: 'sandbox' }, new AccountsRepository(service.db.knex), clock);
-      const lender = await admin.createLender(ctx, { name: 'Northwind Capital' });
+      // Registered under the name its requests give, so the pages show that name alone.
+      const lender = await admin.createLender(ctx, { name: 'Northwind <Capital>' });
       key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
     });
     after(async () => {
       await service.close();
       await testDb.drop();
+    });
+
+    it("shows the account's registered name beside a lender_name that differs from it, in every language and on every page", async () => {
+      const response = await request(service.app)
+        .post('/api/v1/verifications')
+        .auth(key, { type: 'bearer' })
+        .set('Idempotency-Key', randomUUID())
+        .send({ obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube'], lender_name: 'Acme Capital' });
+      assert.equal(response.status, 201, response.text);
+      const path = new URL(response.body.consent_url).pathname;
+      const expected: Record<string, string> = {
+        en: '<h1>Acme Capital (account: Northwind &lt;Capital&gt;) asks to verify your creator income</h1>',
+        de: '<h1>Acme Capital (Konto: Northwind &lt;Capital&gt;) möchte Ihre Einnahmen als Creator prüfen</h1>',
+        es: 'Acme Capital (cuenta: Northwind &lt;Capital&gt;)',
+        fr: 'Acme Capital (compte : Northwind &lt;Capital&gt;)',
+        ar: '\u2068Acme Capital\u2069 (الحساب: \u2068Northwind &lt;Capital&gt;\u2069)',
+      };
+      for (const [lang, text] of Object.entries(expected)) {
+        const page = await request(service.app).get(`${path}?lang=${lang}`);
+        assert.equal(page.status, 200);
+        assert.ok(page.text.includes(text), `${lang}: ${text}`);
+        assert.doesNotMatch(page.text.replaceAll(text, ''), /Acme Capital(?! \(|\u2069 \()/, `${lang}: the supplied name never appears alone`);
+      }
+      const privacy = await request(service.app).get(`${path}/privacy?lang=en`);
+      assert.ok(privacy.text.includes('Acme Capital (account: Northwind &lt;Capital&gt;) is the controller'));
     });
 
     it('shows the lender, the platforms, what is read and never seen, and the expiry, with strict headers', async () => {

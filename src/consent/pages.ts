@@ -19,6 +19,12 @@ export interface PageContext {
   /** The consent link's token, when the page belongs to a link that exists. */
   token?: string;
   lenderName?: string;
+  /**
+   * The lender account's registered name. Any lender may put any `lender_name` on a request, so
+   * when the two differ the pages show the registered one beside it: a creator can then tell a
+   * lender named "Acme Capital" on the page from the account that really sent the link.
+   */
+  registeredLenderName?: string | null;
   /** The page the language links reload (one that answers GET); without it no language links are shown. */
   here?: string;
 }
@@ -28,9 +34,11 @@ function wordsFor(ctx: PageContext) {
   const m = CATALOGUES[ctx.locale];
   // Latin names inside right-to-left text are isolated, so neighbouring punctuation stays on its side.
   const isolate = (text: string) => (directionOf(ctx.locale) === 'rtl' ? `\u2068${text}\u2069` : text);
+  const named = ctx.lenderName ?? '';
+  const registered = ctx.registeredLenderName;
   return {
     m,
-    lender: isolate(ctx.lenderName ?? ''),
+    lender: registered && named && registered !== named ? m.lenderWithAccount({ lender: isolate(named), account: isolate(registered) }) : isolate(named),
     platform: (p: Platform) => isolate(PLATFORM_NAMES[p]),
     date: (iso: string) => isolate(formatDateTime(ctx.locale, iso)),
   };

@@ -73,6 +73,13 @@ async function report(deps: DataSubjectDeps, principal: Principal, subject: Data
     records.push({
       verification: held.resource,
       consent_session: consentSessionOf(verification, now),
+      state_history: held.transitions.map((t) => ({
+        from: t.from as Schemas['VerificationStatus'] | null,
+        to: t.to as Schemas['VerificationStatus'],
+        trigger: t.trigger,
+        reason: t.reason,
+        at: t.at,
+      })),
       platform_connections: connections
         .filter((c) => c.verificationId === verification.id)
         .map((c) => ({
@@ -108,6 +115,16 @@ async function report(deps: DataSubjectDeps, principal: Principal, subject: Data
           event: d.eventName as Schemas['EventName'],
           status: d.status,
           attempts: d.attempts.length,
+          attempt_log: d.attempts.map((a) => ({
+            attempt: a.attempt,
+            attempted_at: a.attemptedAt,
+            status_code: a.statusCode,
+            duration_ms: a.durationMs,
+            error: a.error,
+            response_snippet: a.responseSnippet,
+          })),
+          next_attempt_at: d.nextAttemptAt,
+          replay_of: d.replayOf,
           created_at: d.createdAt,
         })),
     });

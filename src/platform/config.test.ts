@@ -109,6 +109,21 @@ describe('TRUST_PROXY', () => {
     assert.notEqual(await clientAddressWith(loadConfig({}).trustProxy), '203.0.113.7', 'off by default');
   });
 
+  it('refuses true in production mode, where any client could then pick its own address, and names what to give instead', () => {
+    const production = { SERVICE_MODE: 'production', ENCRYPTION_KEY: 'c'.repeat(64) };
+    assert.throws(
+      () => loadConfig({ ...production, TRUST_PROXY: 'true' }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        /TRUST_PROXY=true is refused in production/.test(error.message) &&
+        /number of proxies/.test(error.message) &&
+        /CIDR/.test(error.message),
+    );
+    assert.equal(loadConfig({ ...production, TRUST_PROXY: '1' }).trustProxy, 1);
+    assert.deepEqual(loadConfig({ ...production, TRUST_PROXY: '10.0.0.0/8, 192.0.2.1' }).trustProxy, ['10.0.0.0/8', '192.0.2.1']);
+    assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true, 'a sandbox may (it warns at start)');
+  });
+
   it('refuses nonsense at start-up instead of trusting nobody', () => {
     for (const value of ['yes', '1.2', '-1', '10.0.0.0/33', '300.1.1.1', 'loopback,', 'proxy.example.com', '1e3']) {
       assert.throws(() => loadConfig({ TRUST_PROXY: value }), ConfigError, value);

@@ -93,6 +93,10 @@ function isProxyEntry(entry: string): boolean {
   return /^\d{1,3}$/.test(prefix) && Number(prefix) <= bits;
 }
 
+export const TRUST_PROXY_TRUE_REFUSED =
+  'TRUST_PROXY=true is refused in production mode: it trusts the leftmost X-Forwarded-For address, which any client can set. ' +
+  'Give the number of proxies in front of the service (TRUST_PROXY=1 for one) or their addresses or CIDR ranges (TRUST_PROXY=10.0.0.0/8)';
+
 /**
  * TRUST_PROXY as Express needs it: `false`/empty, `true` (every hop), a number of hops, or a comma
  * list of addresses, CIDR ranges and the names loopback, linklocal, uniquelocal. Anything else is
@@ -193,6 +197,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (e.ENCRYPTION_KEY === '') {
       throw new ConfigError('Invalid configuration: production mode needs ENCRYPTION_KEY (32 bytes, hex or base64)');
     }
+    // `true` takes the leftmost X-Forwarded-For entry as the client, and any client writes that
+    // entry itself: IP allowlists and per-address limits would then be whatever the caller says.
+    if (e.TRUST_PROXY === true) throw new ConfigError(`Invalid configuration: ${TRUST_PROXY_TRUE_REFUSED}`);
   }
   if (e.WEBHOOK_TIMEOUT_MS < 100 || e.WEBHOOK_TIMEOUT_MS > 30000) throw new ConfigError('Invalid configuration: WEBHOOK_TIMEOUT_MS must be 100 to 30000');
   if (!Number.isInteger(e.JOB_LEASE_MS) || e.JOB_LEASE_MS < 1000 || e.JOB_LEASE_MS > 3_600_000) {

@@ -224,6 +224,7 @@ export class VerificationLifecycle {
     const { verifications } = this.deps;
     return {
       resource: await verifications.resourceOf(verification),
+      transitions: await verifications.transitionsOf(verification.id),
       tapes: await verifications.tapesOf(verification.id),
       overlays: await verifications.overlaysOf(verification.id),
       income: await verifications.incomeOf(verification.id),

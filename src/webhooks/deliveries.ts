@@ -66,7 +66,10 @@ export async function listEndpointDeliveries(
 ): Promise<{ deliveries: Delivery[]; hasMore: boolean }> {
   const endpoint = await requireEndpoint(deps, lenderId, webhookId);
   const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);
-  return deps.webhooks.listDeliveries(endpoint.id, limit, query.starting_after);
+  const page = await deps.webhooks.listDeliveries(endpoint.id, limit, query.starting_after);
+  // Refused like the verification list's cursor: an empty page would read as the end of the log.
+  if (!page) throw new DomainError('invalid', `starting_after: no delivery ${query.starting_after} in this endpoint's log`, 'query.starting_after');
+  return page;
 }
 
 /** POST .../deliveries/{id}/replay (D14): the same event again, as a new delivery with its own id. */

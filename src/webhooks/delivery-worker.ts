@@ -23,6 +23,8 @@ export interface DeliveryWorkerOptions {
   batchSize?: number;
   /** Deliveries in flight to one receiver origin at most, per process; default CONNECTIONS_PER_ORIGIN. */
   connectionsPerOrigin?: number;
+  /** Where a pass that failed because the database is down is reported, once per outage (platform/db/database-outage-log.ts). */
+  databaseOutage?: { absorbs(error: unknown): boolean } | null;
 }
 
 const USER_AGENT = 'CreatorIncomeVerification-Webhooks/1.0';
@@ -265,7 +267,9 @@ export class DeliveryWorker {
     clearTimeout(this.timer);
     const pass: Promise<void> = this.runDue()
       .then(() => undefined)
-      .catch((error) => this.options.logger.warn({ err: error }, 'webhook delivery pass failed'))
+      .catch((error) => {
+        if (!this.options.databaseOutage?.absorbs(error)) this.options.logger.warn({ err: error }, 'webhook delivery pass failed');
+      })
       .finally(() => {
         this.passes.delete(pass);
         if (this.stopped) return;

@@ -488,11 +488,12 @@ export class WebhooksRepository {
     return { webhook_deliveries: deleted };
   }
 
-  async listDeliveries(webhookId: string, limit: number, startingAfter: string | undefined): Promise<{ deliveries: Delivery[]; hasMore: boolean }> {
+  /** A page of one endpoint's log; null when `startingAfter` is not a delivery of that endpoint. */
+  async listDeliveries(webhookId: string, limit: number, startingAfter: string | undefined): Promise<{ deliveries: Delivery[]; hasMore: boolean } | null> {
     let after: DeliveryLogPosition | undefined;
     if (startingAfter) {
       const cursor = await this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId, id: startingAfter }).first('created_at', 'id');
-      if (!cursor) return { deliveries: [], hasMore: false };
+      if (!cursor) return null;
       after = { createdAt: cursor.created_at, id: cursor.id };
     }
     const rows: DeliveryRow[] = await this.deliveryLogPage(webhookId, after, limit + 1);

@@ -38,19 +38,39 @@ export function cpuMicros(pid: number): number {
   }
 }
 
+/** Every line a server process wrote, stdout and stderr in the order they arrived. */
+export interface ProcessOutput {
+  lines: Array<{ stream: 'stdout' | 'stderr'; text: string }>;
+}
+
 /**
  * A real server process, as `npm start` runs it, on a free loopback port: for tests that kill it.
  * `env` adds to (and overrides) the test's own environment, `nodeArgs` go to node (a profiler's flags);
- * the base URL is returned once `/readyz` answers.
+ * the base URL is returned once `/readyz` answers. With `output`, both streams are kept there line by
+ * line instead of stdout being dropped and stderr passed on.
  */
-export async function startServerProcess(env: Record<string, string>, options: { nodeArgs?: string[] } = {}): Promise<{ child: ChildProcess; base: string }> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  options: { nodeArgs?: string[]; output?: ProcessOutput } = {},
+): Promise<{ child: ChildProcess; base: string }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
+  const { output } = options;
   const child = spawn(process.execPath, await serverProcessArgs(options), {
     cwd: root,
     env: { ...process.env, PORT: String(port), LOG_LEVEL: 'error', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: output ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'ignore', 'inherit'],
   });
+  if (output) {
+    for (const stream of ['stdout', 'stderr'] as const) {
+      let partial = '';
+      child[stream]!.setEncoding('utf8').on('data', (chunk: string) => {
+        const parts = (partial + chunk).split('\n');
+        partial = parts.pop()!;
+        for (const text of parts) output.lines.push({ stream, text });
+      });
+    }
+  }
   for (let i = 0; i < 200; i++) {
     if (child.exitCode !== null) throw new Error('server exited during start-up');
     try {

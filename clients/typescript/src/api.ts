@@ -277,7 +277,9 @@ export interface paths {
         /**
          * List an endpoint's deliveries
          * @description The delivery log of one endpoint, newest first: each delivery with its attempts, response
-         *     status codes and timings. Paginate with `starting_after`.
+         *     status codes and timings. Paginate with `starting_after`; one that is not a delivery of this
+         *     endpoint (never issued, another endpoint's, or erased since) is `400 validation_error`, as
+         *     on the verification list.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -473,6 +475,12 @@ export interface components {
          * @example obligor-4411
          */
         ObligorReference: string;
+        /**
+         * @description Text the creator's pages show: no control character (C0, DEL, C1) and no bidirectional
+         *     control (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069), which could reverse or
+         *     disguise what the creator reads. Refused with `validation_error`.
+         */
+        DisplaySafeText: string;
         /** Format: email */
         Email: string;
         /**
@@ -500,11 +508,14 @@ export interface components {
         FailureReason: "platform_error" | "consent_revoked" | "timeout" | "consent_declined";
         TapeSchemaVersion: components["schemas"]["SchemaVersion"];
         VerificationCreateRequest: {
-            obligor_reference: components["schemas"]["ObligorReference"];
+            obligor_reference: components["schemas"]["ObligorReference"] & components["schemas"]["DisplaySafeText"];
             /** @description Platforms the creator is asked to connect; no duplicates. */
             creator_platforms: components["schemas"]["Platform"][];
-            /** @description Shown to the creator on the consent page. Defaults to the lender account's name. */
-            lender_name?: string;
+            /**
+             * @description Shown to the creator on the consent page. Defaults to the lender account's name; when it
+             *     differs from that name, the creator's pages show the account's name beside it.
+             */
+            lender_name?: string & components["schemas"]["DisplaySafeText"];
             product_type?: components["schemas"]["ProductTypeV2"];
             /** @description The creator's declared monthly debt obligations in euro; enables the tape's `affordability` block. */
             declared_monthly_obligations_eur?: number;
@@ -885,8 +896,37 @@ export interface components {
             event: components["schemas"]["EventName"];
             /** @enum {string} */
             status: "pending" | "succeeded" | "failed";
+            /** @description How many times it was sent; each attempt is in `attempt_log`. */
             attempts: number;
+            /** @description Every attempt to send it, oldest first, with what the receiver answered. */
+            attempt_log: components["schemas"]["GdprDeliveryAttempt"][];
+            /** @description When a pending delivery is sent next; null once it succeeded or failed. */
+            next_attempt_at: components["schemas"]["Timestamp"] | null;
+            /** @description The delivery this one replays, if it is a replay. */
+            replay_of: components["schemas"]["DeliveryId"] | null;
             created_at: components["schemas"]["Timestamp"];
+        };
+        GdprDeliveryAttempt: {
+            attempt: number;
+            attempted_at: components["schemas"]["Timestamp"];
+            /** @description The receiver's HTTP status; null when no response arrived. */
+            status_code: number | null;
+            duration_ms: number;
+            /** @description Why the attempt failed without a response (timeout, refused target, TLS error). */
+            error: string | null;
+            /** @description The start of the receiver's answer, as the service stored it. */
+            response_snippet: string | null;
+        };
+        /** @description One move of the verification's state table, as recorded. */
+        GdprTransition: {
+            /** @description The state before; null for the creation. */
+            from: components["schemas"]["VerificationStatus"] | null;
+            to: components["schemas"]["VerificationStatus"];
+            /** @description What moved it (`x-transitions` of the state table), e.g. `consent_given`. */
+            trigger: string;
+            /** @description The failure reason the move recorded, if any. */
+            reason: string | null;
+            at: components["schemas"]["Timestamp"];
         };
         /** @description Why and how long the data is held (GDPR articles 13 to 15). */
         GdprProcessing: {
@@ -913,6 +953,8 @@ export interface components {
         GdprVerificationRecord: {
             verification: components["schemas"]["Verification"];
             consent_session: components["schemas"]["GdprConsentSession"];
+            /** @description Every state the verification moved through, oldest first, from its creation on. */
+            state_history: components["schemas"]["GdprTransition"][];
             platform_connections: components["schemas"]["GdprConnectionRecord"][];
             income: components["schemas"]["GdprIncomeRecord"][];
             tapes: components["schemas"]["RiskTape"][];

@@ -97,10 +97,16 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
   };
   const tokenOf = (req: Request): string => (typeof req.params.token === 'string' ? req.params.token : '');
   /** The context of a page of an existing consent link, with language links back to `here`. */
-  const linkContext = (req: Request, res: Response, session: { verification: { lenderName: string } }, here?: string): PageContext & { token: string } => ({
+  const linkContext = (
+    req: Request,
+    res: Response,
+    session: { verification: { lenderName: string }; registeredLenderName: string | null },
+    here?: string,
+  ): PageContext & { token: string } => ({
     locale: localeOf(req, res),
     token: tokenOf(req),
     lenderName: session.verification.lenderName,
+    registeredLenderName: session.registeredLenderName,
     here: here ?? consentPath(tokenOf(req)),
   });
 

@@ -6,6 +6,7 @@ export const ar: Messages = {
   privacyLink: 'إشعار الخصوصية',
   footerOperatedFor: ({ lender }) => `تُدير هذه الصفحة خدمة Creator Income Verification Service نيابةً عن ${lender}.`,
   footerOperated: 'تُدير هذه الصفحة خدمة Creator Income Verification Service نيابةً عن الجهة المُقرِضة التي أرسلت إليك الرابط.',
+  lenderWithAccount: ({ lender, account }) => `${lender} (الحساب: ${account})`,
   backToConsent: 'العودة إلى صفحة الموافقة',
   closePage: 'يمكنك إغلاق هذه الصفحة.',
 

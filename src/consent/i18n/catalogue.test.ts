@@ -3,7 +3,7 @@ import { CATALOGUES, directionOf, formatDateTime, LOCALES } from './catalogue.ts
 import type { Messages } from './messages.ts';
 
 const keysOf = (messages: Messages) => Object.keys(messages).sort();
-const PARAMETERS = { lender: 'Lender-Name-7', platform: 'Platform-Name-8', date: 'Date-Text-9' };
+const PARAMETERS = { lender: 'Lender-Name-7', platform: 'Platform-Name-8', date: 'Date-Text-9', account: 'Account-Name-10' };
 
 describe('consent page catalogues', () => {
   it('every language has exactly the keys of English, no more, no fewer', () => {

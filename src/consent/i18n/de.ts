@@ -6,6 +6,7 @@ export const de: Messages = {
   privacyLink: 'Datenschutzhinweise',
   footerOperatedFor: ({ lender }) => `Diese Seite betreibt der Creator Income Verification Service im Auftrag von ${lender}.`,
   footerOperated: 'Diese Seite betreibt der Creator Income Verification Service im Auftrag des Kreditgebers, der Ihnen den Link geschickt hat.',
+  lenderWithAccount: ({ lender, account }) => `${lender} (Konto: ${account})`,
   backToConsent: 'Zurück zur Einwilligungsseite',
   closePage: 'Sie können diese Seite schließen.',
 

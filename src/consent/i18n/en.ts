@@ -6,6 +6,7 @@ export const en: Messages = {
   privacyLink: 'Privacy notice',
   footerOperatedFor: ({ lender }) => `This page is run by the Creator Income Verification Service on behalf of ${lender}.`,
   footerOperated: 'This page is run by the Creator Income Verification Service on behalf of the lender who sent you the link.',
+  lenderWithAccount: ({ lender, account }) => `${lender} (account: ${account})`,
   backToConsent: 'Back to the consent page',
   closePage: 'You can close this page.',
 

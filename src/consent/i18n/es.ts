@@ -6,6 +6,7 @@ export const es: Messages = {
   privacyLink: 'Aviso de privacidad',
   footerOperatedFor: ({ lender }) => `Esta página la gestiona Creator Income Verification Service en nombre de ${lender}.`,
   footerOperated: 'Esta página la gestiona Creator Income Verification Service en nombre de la entidad prestamista que le envió el enlace.',
+  lenderWithAccount: ({ lender, account }) => `${lender} (cuenta: ${account})`,
   backToConsent: 'Volver a la página de consentimiento',
   closePage: 'Puede cerrar esta página.',
 

@@ -6,6 +6,7 @@ export const fr: Messages = {
   privacyLink: 'Protection des données',
   footerOperatedFor: ({ lender }) => `Cette page est gérée par Creator Income Verification Service pour le compte de ${lender}.`,
   footerOperated: 'Cette page est gérée par Creator Income Verification Service pour le compte du prêteur qui vous a envoyé le lien.',
+  lenderWithAccount: ({ lender, account }) => `${lender} (compte : ${account})`,
   backToConsent: 'Retour à la page de consentement',
   closePage: 'Vous pouvez fermer cette page.',
 

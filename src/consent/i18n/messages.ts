@@ -15,6 +15,8 @@ export interface Messages {
   privacyLink: string;
   footerOperatedFor: (p: Lender) => string;
   footerOperated: string;
+  /** A lender name the request supplied, with the lender account's registered name when they differ. */
+  lenderWithAccount: (p: Lender & { account: string }) => string;
   backToConsent: string;
   closePage: string;
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { testDatabases, type TestDatabase } from '../../../test/support/test-databases.ts';
-import { DATABASE_TIMEOUT_MS, openDatabase, postgresMigrator } from './database.ts';
+import { openDatabase, postgresMigrator, STATEMENT_TIMEOUT_MS } from './database.ts';
 import { migrations } from './migrations/index.ts';
 
 /** Holds the lock `migrate()` takes, as another migrating process would, until `release()`. */
@@ -76,7 +76,7 @@ for (const factory of testDatabases()) {
       it("migrations run without the service's statement and query timeouts, which an index build on a large table outlasts", async () => {
         const service = openDatabase(testDb.url);
         const migrator = postgresMigrator(testDb.url);
-        const longerThanARequest = (DATABASE_TIMEOUT_MS + 500) / 1000;
+        const longerThanARequest = (STATEMENT_TIMEOUT_MS + 500) / 1000;
         try {
           await assert.rejects(service.knex.raw('select pg_sleep(?)', [longerThanARequest]), /timeout/i);
           await migrator.raw('select pg_sleep(?)', [longerThanARequest]);

@@ -187,6 +187,15 @@ for (const factory of testDatabases()) {
       assert.equal(malformed.status, 400, malformed.text);
     });
 
+    it('lets no other site frame the API docs or the changelog, like every other page', async () => {
+      for (const path of ['/docs', '/docs/changelog']) {
+        const response = await request(setup.service.app).get(path);
+        assert.equal(response.status, 200, path);
+        assert.match(response.headers['content-security-policy'] ?? '', /(^|;\s*)frame-ancestors 'none'(;|$)/, path);
+        assert.equal(response.headers['x-frame-options'], 'DENY', path);
+      }
+    });
+
     it('serves the published documents only at their exact paths (strict, case-sensitive)', async () => {
       for (const path of ['/openapi.json', '/docs', '/docs/changelog', '/asyncapi.yaml']) {
         assert.equal((await request(setup.service.app).get(path)).status, 200, path);
@@ -269,6 +278,30 @@ for (const factory of testDatabases()) {
       );
       const text = setup.log.text().slice(before);
       for (const secret of ['query-secret', 'cst_consentTokenSecret', apiKey.slice(9)]) assert.ok(!text.includes(secret), `${secret} reached the log`);
+    });
+
+    it("logs no address for a creator's consent pages, and the caller's address for everything else", async () => {
+      const before = setup.log.text().length;
+      const creator = '198.51.100.23';
+      for (const path of ['/consent/cst_consentTokenSecret0123456789', '/consent/privacy', '/consent/oauth/youtube/callback?state=s', '/healthz'])
+        await request(setup.service.app).get(path).set('X-Forwarded-For', creator);
+      const lines = setup.log
+        .text()
+        .slice(before)
+        .split('\n')
+        .filter((line) => line.includes('"request completed"'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      assert.deepEqual(
+        lines.map((line) => [line.path, 'remoteAddress' in line]),
+        [
+          ['/consent/:token', false],
+          ['/consent/:token', false],
+          ['/consent/oauth/youtube/callback', false],
+          ['/healthz', true],
+        ],
+      );
+      assert.ok(!setup.log.text().slice(before).includes(creator));
+      assert.match(String(lines[3]!.remoteAddress), /127\.0\.0\.1|::1/);
     });
 
     it('answers 503 service_unavailable with Retry-After when the database is gone', async () => {
@@ -420,6 +453,67 @@ describe('production mode', () => {
     assert.equal(outside.body.error, 'forbidden');
     await admin.updateLender(setup.ctx, { id: lender.id, allowlist: ['10.0.0.0/8', '127.0.0.1'] });
     assert.equal((await call()).status, 404);
+  });
+});
+
+describe('a sandbox started with TRUST_PROXY=true', () => {
+  it('starts, but warns at start that any client can then choose its address', async () => {
+    const testDb = await testDatabases()[0]!.create();
+    const setup = await withService({ TRUST_PROXY: 'true' }, testDb);
+    try {
+      const warning = setup.log
+        .text()
+        .split('\n')
+        .filter((line) => line.includes('TRUST_PROXY=true'))
+        .map((line) => JSON.parse(line) as { level: number; msg: string });
+      assert.equal(warning.length, 1);
+      assert.equal(warning[0]!.level, 40);
+      assert.match(warning[0]!.msg, /number of proxies/);
+    } finally {
+      await setup.service.close();
+      await testDb.drop();
+    }
+  });
+});
+
+describe('production mode behind one proxy (TRUST_PROXY=1)', () => {
+  let testDb: TestDatabase;
+  let setup: Awaited<ReturnType<typeof withService>>;
+  // The proxy (this test, at 127.0.0.1) appends the address it saw; a client may write anything before it.
+  const through = (client: string, forged: string) => ({ 'X-Forwarded-For': `${forged}, ${client}` });
+
+  before(async () => {
+    testDb = await testDatabases()[0]!.create();
+    setup = await withService({ SERVICE_MODE: 'production', ENCRYPTION_KEY: 'b'.repeat(64), TRUST_PROXY: '1' }, testDb);
+  });
+  after(async () => {
+    await setup.service.close();
+    await testDb.drop();
+  });
+
+  it("checks the IP allowlist against the address the proxy saw, not a client's forged X-Forwarded-For", async () => {
+    const { lender, apiKey } = await lenderWithKey(setup.ctx);
+    await admin.updateLender(setup.ctx, { id: lender.id, allowlist: ['10.0.0.0/8'] });
+    const call = (headers: Record<string, string>) =>
+      request(setup.service.app).get('/api/v1/verifications/vrf_unknown').auth(apiKey, { type: 'bearer' }).set(headers);
+    const forged = await call(through('203.0.113.7', '10.1.2.3'));
+    assert.equal(forged.status, 403, 'an allowlisted address written by the client does not let it in');
+    assert.equal(forged.body.error, 'forbidden');
+    assert.equal((await call(through('10.9.9.9', '203.0.113.7'))).status, 404, 'the allowlisted address the proxy saw is let in');
+  });
+
+  it('counts unauthenticated requests against the address the proxy saw, whatever the client forges', async () => {
+    const remaining = async (headers: Record<string, string>) =>
+      Number(
+        (await request(setup.service.app).get('/api/v1/verifications').auth('civ_live_wrong', { type: 'bearer' }).set(headers)).headers[
+          'x-ratelimit-remaining'
+        ],
+      );
+    const first = await remaining(through('198.51.100.40', '192.0.2.1'));
+    const second = await remaining(through('198.51.100.40', '192.0.2.2'));
+    const third = await remaining(through('198.51.100.40', '192.0.2.3'));
+    assert.deepEqual([second, third], [first - 1, first - 2], 'one counter for one client, though each request forged another address');
+    assert.equal(await remaining(through('198.51.100.41', '192.0.2.1')), first, 'another client has a counter of its own');
   });
 });
 

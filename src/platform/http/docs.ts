@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import express, { type RequestHandler } from 'express';
 import { noSuchRoute } from './error-catalogue.ts';
+import { unframed } from './page-headers.ts';
 
 const require = createRequire(import.meta.url);
 const swaggerUiDir = dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -78,11 +79,11 @@ export function documents(apiDocument: Record<string, unknown>): RequestHandler 
   // The OpenAPI document's tape examples point at ./examples/...; serve them beside it.
   router.use('/examples', filesIn(new URL('examples', specDir).pathname));
   router.get('/docs', (_req, res) => {
-    res.type('html').send(docsPage);
+    unframed(res).type('html').send(docsPage);
   });
   router.get('/docs/changelog', (_req, res) => {
     // Plain text, so that a browser shows the Markdown rather than downloading it.
-    res.type('text/plain; charset=utf-8').send(changelog);
+    unframed(res).type('text/plain; charset=utf-8').send(changelog);
   });
   router.get('/docs/init.js', (_req, res) => {
     res.type('application/javascript').send(docsInit);

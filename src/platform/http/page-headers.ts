@@ -19,3 +19,13 @@ export function securePage(res: Response, options: { formTargets: string; referr
   res.setHeader('Vary', options.vary);
   return res;
 }
+
+/**
+ * For pages that run their own scripts (the API docs' Swagger UI), where securePage's policy would
+ * stop them: at least no other site may frame them (clickjacking), as no other page may be framed.
+ */
+export function unframed(res: Response): Response {
+  res.setHeader('Content-Security-Policy', "frame-ancestors 'none'; base-uri 'none'; object-src 'none'");
+  res.setHeader('X-Frame-Options', 'DENY');
+  return res;
+}

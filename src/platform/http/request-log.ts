@@ -15,6 +15,9 @@ export function withoutSecrets(originalUrl: string): string {
     .replace(/^\/consent\/(?!assets\/|oauth\/)[^/]+/, '/consent/:token');
 }
 
+/** The creator's pages: the consent link's pages, the OAuth callbacks and the privacy notice. */
+const isCreatorPath = (path: string) => path === '/consent' || path.startsWith('/consent/');
+
 /** Counts and times a finished request (platform/metrics); absent when metrics are off. */
 export type ObserveRequest = (req: Request, status: number, seconds: number) => void;
 
@@ -47,14 +50,17 @@ export function requestLog(logger: Logger, observe?: ObserveRequest): (req: Requ
     const level = status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info';
     if (!lines.isLevelEnabled(level)) return;
     const principal = req.principal;
+    const path = withoutSecrets(req.originalUrl);
     lines[level](
       {
         requestId: req.requestId,
         method: req.method,
-        path: withoutSecrets(req.originalUrl),
+        path,
         status,
         ms: Math.round(ms),
-        remoteAddress: req.ip,
+        // A consent page's caller is the creator, and their address is personal data the service has
+        // no use for once the request is answered: it is not logged (docs/data-protection.md).
+        ...(isCreatorPath(path) ? {} : { remoteAddress: req.ip }),
         ...(principal ? { lenderId: principal.lender.id, keyId: principal.keyId } : {}),
       },
       'request completed',

@@ -8,6 +8,8 @@ export interface JobRunnerOptions {
   batchSize?: number;
   leaseMs?: number;
   maxAttempts?: number;
+  /** Where a pass that failed because the database is down is reported, once per outage (database-outage-log.ts). */
+  databaseOutage?: { absorbs(error: unknown): boolean } | null;
 }
 
 /**
@@ -66,7 +68,7 @@ export class JobRunner {
         this.running = this.runDue();
         await this.running;
       } catch (error) {
-        this.logger.warn({ err: error }, 'job pass failed');
+        if (!this.options.databaseOutage?.absorbs(error)) this.logger.warn({ err: error }, 'job pass failed');
       } finally {
         this.running = undefined;
         if (this.timer) this.timer = setTimeout(() => void tick(), intervalMs);

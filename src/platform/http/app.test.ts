@@ -29,6 +29,16 @@ function captureLog() {
   return { logger: createLogger({ level: 'debug', destination: stream }), text: () => lines.join('') };
 }
 
+/** The request log's lines written since `before` (a length of the captured text), parsed. */
+function requestLines(log: { text(): string }, before: number): Array<Record<string, unknown>> {
+  return log
+    .text()
+    .slice(before)
+    .split('\n')
+    .filter((line) => line.includes('"request completed"'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
 async function withService(env: Record<string, string>, testDb: TestDatabase) {
   const config: Config = loadConfig({ DATABASE_URL: testDb.url, VALIDATE_RESPONSES: '1', ...env });
   const log = captureLog();
@@ -254,12 +264,7 @@ for (const factory of testDatabases()) {
       await request(setup.service.app).get('/api/v1/verifications/vrf_requestLine01?token=query-secret').auth(apiKey, { type: 'bearer' });
       await request(setup.service.app).get('/api/v1/verifications').set('Authorization', `Bearer ${apiKey}x`);
       const consent = await request(setup.service.app).get('/consent/cst_consentTokenSecret0123456789?state=s');
-      const lines = setup.log
-        .text()
-        .slice(before)
-        .split('\n')
-        .filter((line) => line.includes('"request completed"'))
-        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const lines = requestLines(setup.log, before);
       assert.equal(lines.length, 3);
       const fields = ['level', 'time', 'service', 'requestId', 'method', 'path', 'status', 'ms', 'remoteAddress', 'lenderId', 'keyId', 'msg'];
       for (const line of lines)
@@ -285,12 +290,7 @@ for (const factory of testDatabases()) {
       const creator = '198.51.100.23';
       for (const path of ['/consent/cst_consentTokenSecret0123456789', '/consent/privacy', '/consent/oauth/youtube/callback?state=s', '/healthz'])
         await request(setup.service.app).get(path).set('X-Forwarded-For', creator);
-      const lines = setup.log
-        .text()
-        .slice(before)
-        .split('\n')
-        .filter((line) => line.includes('"request completed"'))
-        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const lines = requestLines(setup.log, before);
       assert.deepEqual(
         lines.map((line) => [line.path, 'remoteAddress' in line]),
         [

@@ -215,8 +215,10 @@ for (const factory of testDatabases()) {
         const { id, path } = await create([platform]);
         const start = await request(service.app).post(`${path}/connect/${platform}`);
         const binding = bindingCookieOf(start.headers['set-cookie']);
-        const set = [start.headers['set-cookie'] ?? []].flat().find((c) => c.startsWith('consent_oauth_'))!;
-        assert.match(set, new RegExp(`Path=/consent/oauth/${platform}/callback`));
+        const set = [start.headers['set-cookie'] ?? []].flat().find((c) => c.startsWith('__Host-consent_oauth_'))!;
+        // On HTTPS, __Host-: only this host may set it, secure, on path / (no sibling subdomain plants a nonce).
+        assert.match(set, /; Path=\/;/);
+        assert.match(set, /; Secure/);
         assert.match(set, /HttpOnly/);
         assert.match(set, /SameSite=Lax/);
         const expires = Date.parse(/Expires=([^;]+)/.exec(set)![1]!);
@@ -243,7 +245,14 @@ for (const factory of testDatabases()) {
         assert.equal(swapped.status, 403);
         assert.match(swapped.text, /nothing was connected/);
         assert.equal((await status(id)).platform_connections[0].status, 'not_connected');
-        assert.equal((await connect(path, platform, button, account)).status, 303, "the creator's own browser still connects");
+        // Two round trips begun in one browser (two tabs) each keep their own cookie: the earlier one still finishes.
+        const firstTab = await request(service.app).post(`${path}/connect/${platform}`);
+        const secondTab = await request(service.app).post(`${path}/connect/${platform}`);
+        const bothCookies = [bindingCookieOf(firstTab.headers['set-cookie']), bindingCookieOf(secondTab.headers['set-cookie'])].join('; ');
+        const firstCallback = await pressOnProviderPage(firstTab.headers.location!, button, account);
+        const finished = await request(service.app).get(`${firstCallback.pathname}${firstCallback.search}`).set('Cookie', bothCookies);
+        assert.equal(finished.status, 303, "the earlier tab's round trip was ended by the later one");
+
         assert.equal((await status(id)).platform_connections[0].status, 'connected');
       });
     }

@@ -110,7 +110,7 @@ export async function startConnection(
   token: string,
   platform: Platform,
   publicBaseUrl: string,
-): Promise<{ authorization: URL; browserBinding: string; expiresAt: Date }> {
+): Promise<{ authorization: URL; state: string; browserBinding: string; expiresAt: Date }> {
   const { verification, connections } = await requireOpen(deps, token);
   if (!verification.creatorPlatforms.includes(platform)) throw new ConsentRefused('not_requested', `The lender did not ask for ${platform}.`, platform);
   if (connections.get(platform) === 'connected') {
@@ -132,7 +132,7 @@ export async function startConnection(
     expiresAt: expiresAt.toISOString(),
   });
   const authorization = await provider.authorizationUrl({ redirectUri: `${publicBaseUrl}${callbackPath(platform)}`, state, codeVerifier });
-  return { authorization, browserBinding, expiresAt };
+  return { authorization, state, browserBinding, expiresAt };
 }
 
 /** Whether the browser at the callback is the one that began the round trip (hashes compared in constant time). */

@@ -117,6 +117,9 @@ export function googleProvider(settings: NonNullable<ProviderSettings['google']>
         code_challenge_method: 'S256',
         access_type: 'offline',
         include_granted_scopes: 'false',
+        // Google's consent screen every time, even for an account that granted access before: a
+        // connection someone else began can never complete without the account's owner pressing Allow.
+        prompt: 'consent',
       });
     },
     async exchange({ callbackUrl, redirectUri, state, codeVerifier }) {

@@ -33,7 +33,7 @@ export async function pressOnProviderPage(pageUrl: string, buttonText: string, a
  * the connect answer's Set-Cookie: what a browser would send back at the callback.
  */
 export function bindingCookieOf(setCookie: readonly string[] | string | undefined): string {
-  const found = [setCookie ?? []].flat().find((cookie) => cookie.startsWith('consent_oauth_'));
+  const found = [setCookie ?? []].flat().find((cookie) => /^(__Host-)?consent_oauth_/.test(cookie));
   assert.ok(found, 'the connect answer set no browser binding cookie');
   return found.split(';')[0]!;
 }

@@ -1,10 +1,10 @@
 import { parse as parseCookies } from 'cookie';
 import express, { type CookieOptions, type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
 import type { ServiceMode } from '../../platform/config.ts';
+import { sha256Hex } from '../../platform/crypto.ts';
 import { isDatabaseUnavailable } from '../../platform/db/database.ts';
 import { securePage } from '../../platform/http/page-headers.ts';
 import {
-  callbackPath,
   completeConsent,
   ConsentRefused,
   declineConsent,
@@ -45,11 +45,14 @@ const LANGUAGE_COOKIE = 'consent_lang';
 const LANGUAGE_COOKIE_MAX_AGE_MS = 365 * 24 * 60 * 60 * 1000;
 
 /**
- * The cookie that binds an OAuth round trip to the browser that began it (RFC 9700, 4.7). Sent
- * only to its platform's callback; `Lax`, since the provider brings the creator back by a top-level
- * GET from its own site, which `Strict` would send without it.
+ * The cookie that binds an OAuth round trip to the browser that began it (RFC 9700, 4.7), one per
+ * round trip, named by its state, so that two begun in one browser (two tabs) do not end each
+ * other. `Lax`, since the provider brings the creator back by a top-level GET from its own site,
+ * which `Strict` would send without it. On HTTPS its name takes the `__Host-` prefix, which browsers
+ * accept only from this host, secure, on path `/`: no sibling subdomain or plain-HTTP answer can
+ * plant a nonce of its own in the creator's browser.
  */
-const bindingCookie = (platform: Platform) => `consent_oauth_${platform}`;
+const bindingCookie = (state: string, secure: boolean) => `${secure ? '__Host-' : ''}consent_oauth_${sha256Hex(state).slice(0, 16)}`;
 
 /** The consent pages at `{PUBLIC_BASE_URL}/consent/{token}` (issue: creator consent). */
 export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBaseUrl: string }): Router {
@@ -67,12 +70,8 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
   router.use(express.urlencoded({ extended: false, limit: '4kb' }));
 
   const cookiesOf = (req: Request) => parseCookies(req.headers.cookie ?? '');
-  const bindingOptions = (platform: Platform): CookieOptions => ({
-    path: callbackPath(platform),
-    httpOnly: true,
-    sameSite: 'lax',
-    secure: deps.publicBaseUrl.startsWith('https:'),
-  });
+  const secureCookies = deps.publicBaseUrl.startsWith('https:');
+  const bindingOptions: CookieOptions = { path: secureCookies ? '/' : '/consent/oauth', httpOnly: true, sameSite: 'lax', secure: secureCookies };
 
   /**
    * `?lang=` from the language links (then remembered), else the remembered choice, else the best
@@ -207,7 +206,7 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
     // A page shown before the platform became unavailable (or a hand-made post): back to the page, which explains.
     if (unavailable.has(platform)) return res.redirect(303, consentPath(token));
     const started = await startConnection(deps, token, platform, deps.publicBaseUrl);
-    res.cookie(bindingCookie(platform), started.browserBinding, { ...bindingOptions(platform), expires: started.expiresAt });
+    res.cookie(bindingCookie(started.state, secureCookies), started.browserBinding, { ...bindingOptions, expires: started.expiresAt });
     secure(res, formTargets);
     return res.redirect(303, started.authorization.toString());
   });
@@ -220,15 +219,11 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
       const { m } = wordsOf(ctx);
       return html(res, 404, messagePage(ctx, m.notFoundTitle, m.notFoundText));
     }
+    const callbackUrl = new URL(req.originalUrl, deps.publicBaseUrl);
+    const binding = bindingCookie(callbackUrl.searchParams.get('state') ?? '', secureCookies);
     // Spent whatever the outcome, as the state it binds is.
-    res.clearCookie(bindingCookie(platform), bindingOptions(platform));
-    const outcome = await finishConnection(
-      deps,
-      platform,
-      new URL(req.originalUrl, deps.publicBaseUrl),
-      deps.publicBaseUrl,
-      cookiesOf(req)[bindingCookie(platform)],
-    );
+    res.clearCookie(binding, bindingOptions);
+    const outcome = await finishConnection(deps, platform, callbackUrl, deps.publicBaseUrl, cookiesOf(req)[binding]);
     if (outcome.connected) return res.redirect(303, `${consentPath(outcome.consentToken)}?connected=${platform}`);
     return res.redirect(303, `${consentPath(outcome.consentToken)}/denied/${platform}${outcome.refused === 'error' ? '?why=error' : ''}`);
   });

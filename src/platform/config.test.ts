@@ -115,10 +115,12 @@ describe('TRUST_PROXY', () => {
       () => loadConfig({ ...production, TRUST_PROXY: 'true' }),
       (error: unknown) =>
         error instanceof ConfigError &&
-        /TRUST_PROXY=true is refused in production/.test(error.message) &&
+        /TRUST_PROXY=true \(or a \/0 range\) is refused in production/.test(error.message) &&
         /number of proxies/.test(error.message) &&
         /CIDR/.test(error.message),
     );
+    for (const everyAddress of ['0.0.0.0/0', '10.0.0.0/8, ::/0'])
+      assert.throws(() => loadConfig({ ...production, TRUST_PROXY: everyAddress }), /refused in production/, `${everyAddress} trusts every hop`);
     assert.equal(loadConfig({ ...production, TRUST_PROXY: '1' }).trustProxy, 1);
     assert.deepEqual(loadConfig({ ...production, TRUST_PROXY: '10.0.0.0/8, 192.0.2.1' }).trustProxy, ['10.0.0.0/8', '192.0.2.1']);
     assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true, 'a sandbox may (it warns at start)');

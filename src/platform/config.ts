@@ -94,7 +94,7 @@ function isProxyEntry(entry: string): boolean {
 }
 
 export const TRUST_PROXY_TRUE_REFUSED =
-  'TRUST_PROXY=true is refused in production mode: it trusts the leftmost X-Forwarded-For address, which any client can set. ' +
+  'TRUST_PROXY=true (or a /0 range) is refused in production mode: it trusts the leftmost X-Forwarded-For address, which any client can set. ' +
   'Give the number of proxies in front of the service (TRUST_PROXY=1 for one) or their addresses or CIDR ranges (TRUST_PROXY=10.0.0.0/8)';
 
 /**
@@ -199,7 +199,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     // `true` takes the leftmost X-Forwarded-For entry as the client, and any client writes that
     // entry itself: IP allowlists and per-address limits would then be whatever the caller says.
-    if (e.TRUST_PROXY === true) throw new ConfigError(`Invalid configuration: ${TRUST_PROXY_TRUE_REFUSED}`);
+    // A range of every address (/0) trusts every hop too, as `true` does.
+    const everyHop = e.TRUST_PROXY === true || (Array.isArray(e.TRUST_PROXY) && e.TRUST_PROXY.some((entry) => entry.endsWith('/0')));
+    if (everyHop) throw new ConfigError(`Invalid configuration: ${TRUST_PROXY_TRUE_REFUSED}`);
   }
   if (e.WEBHOOK_TIMEOUT_MS < 100 || e.WEBHOOK_TIMEOUT_MS > 30000) throw new ConfigError('Invalid configuration: WEBHOOK_TIMEOUT_MS must be 100 to 30000');
   if (!Number.isInteger(e.JOB_LEASE_MS) || e.JOB_LEASE_MS < 1000 || e.JOB_LEASE_MS > 3_600_000) {

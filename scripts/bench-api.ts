@@ -14,7 +14,10 @@
 // the share of the server's CPU time spent in metrics code.
 // Then, measured the same way, the cost of the request log: the tables run the service at
 // LOG_LEVEL=warn, and the default (info) writes a line per request.
-// BENCH_ONLY=metrics or BENCH_ONLY=request-log runs only that part.
+// BENCH_ONLY=metrics or BENCH_ONLY=request-log runs only that part; BENCH_ONLY=tables only the tables.
+// Each table ends with a creation's floor on its database (scripts/support/creation-floor.ts: bare
+// Express and the raw driver writing a creation's rows in one transaction, no validation, no
+// idempotency) and the service's creations as a share of it.
 // Each server runs in its own process, so the load generator never shares their event loop.
 // The service runs on a fresh SQLite file, and also on PostgreSQL when BENCH_DATABASE_URL names one
 // (both tables printed, each beside the same bare Express figure). The peak RSS of the service
@@ -165,8 +168,8 @@ function creationOptions(url: string, headers: Record<string, string>): autocann
 async function main(): Promise<void> {
   const only = process.env.BENCH_ONLY;
   const costs = [METRICS_COST, REQUEST_LOG_COST];
-  if (only && !costs.some((cost) => cost.name === only)) {
-    throw new Error(`BENCH_ONLY is ${only}; it takes ${costs.map((cost) => cost.name).join(' or ')}`);
+  if (only && only !== 'tables' && !costs.some((cost) => cost.name === only)) {
+    throw new Error(`BENCH_ONLY is ${only}; it takes tables, ${costs.map((cost) => cost.name).join(' or ')}`);
   }
   console.log(`API benchmark: autocannon, ${connections} connections, ${seconds} s per endpoint, Node ${process.version}`);
   const baseline = await loadBare('bare Express 5 GET /hello', BARE_EXPRESS);
@@ -177,7 +180,7 @@ async function main(): Promise<void> {
   if (process.env.BENCH_DATABASE_URL) databases.push({ label: 'PostgreSQL', url: process.env.BENCH_DATABASE_URL });
   try {
     // BENCH_ONLY=metrics or BENCH_ONLY=request-log: that cost alone.
-    if (!only) {
+    if (!only || only === 'tables') {
       const ownClasses = await loadBare("the same, on the service's kind of server", BARE_EXPRESS_OWN_CLASSES);
       const barePost = await loadBare('bare Express 5 POST, a creation in and out', BARE_EXPRESS_POST, (base) =>
         creationOptions(`${base}/verifications`, { authorization: 'Bearer not-checked', 'content-type': 'application/json' }),
@@ -190,7 +193,12 @@ async function main(): Promise<void> {
         for (const endpoint of endpointsOf(service)) results.push(await load(endpoint.name, endpoint.options));
         const peakMb = rss.stop() / 1024;
         await stop(service.child);
+        const floor = await loadFloor(database.url, service.verificationId);
         printRatios(database.label, baseline, ownClasses, barePost, results, peakMb);
+        printFloor(
+          results.find((r) => r.name.startsWith('POST'))!,
+          floor,
+        );
       }
     }
     for (const cost of costs) if (!only || only === cost.name) await costOf(dir, services, cost);
@@ -198,6 +206,28 @@ async function main(): Promise<void> {
     for (const service of services) await stop(service.child);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Loads the creation floor (scripts/support/creation-floor.ts) on the database the service just left. */
+async function loadFloor(databaseUrl: string, sampleVerification: string): Promise<Measurement> {
+  const port = await freePort();
+  const floor = run(['--import', 'tsx', join(root, 'scripts/support/creation-floor.ts')], {
+    PORT: String(port),
+    DATABASE_URL: databaseUrl,
+    SAMPLE_VERIFICATION: sampleVerification,
+  });
+  await waitReady(`http://127.0.0.1:${port}/hello`, floor);
+  const measured = await load(
+    "a creation's rows by hand (the floor)",
+    creationOptions(`http://127.0.0.1:${port}/verifications`, { 'content-type': 'application/json' }),
+  );
+  await stop(floor);
+  return measured;
+}
+
+function printFloor(creation: Measurement, floor: Measurement): void {
+  console.log(`${floor.name.padEnd(42)} ${floor.rps.toFixed(0).padStart(9)} ${String(floor.p99).padStart(7)}${' '.repeat(31)}${floor.errors}`);
+  console.log(`  the service's creations as a share of it: ${(creation.rps / floor.rps).toFixed(2)}`);
 }
 
 const GOALS: Record<string, number> = {

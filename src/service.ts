@@ -111,7 +111,7 @@ export function adminContext(config: Pick<Config, 'mode'>, accounts: AccountsRep
 /** Opens the database, applies migrations and builds the HTTP app; the caller decides where it listens. */
 export async function startService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
   const clock = options.clock ?? systemClock;
-  const db = openDatabase(config.databaseUrl, { logger });
+  const db = openDatabase(config.databaseUrl, { logger, groupCommit: config.databaseGroupCommit });
   try {
     await db.migrate();
     const accounts = new AccountsRepository(db.knex, db.hot);

@@ -131,6 +131,7 @@ for (const factory of testDatabases()) {
             statements++;
             return db.hot.rows(statement, params);
           },
+          poolStats: () => db.hot.poolStats(),
           close: () => db.hot.close(),
         });
         const now = Date.now();

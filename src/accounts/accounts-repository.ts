@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { CountedWindows, WindowCounts } from '../platform/rate-limit-windows.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
-import { columnsOf, everyColumnOf } from '../platform/db/prepared-sql.ts';
+import { columnsOf, everyColumnOf } from '../platform/db/columns.ts';
 import type { ApiKeyRecord, Jurisdiction, LenderAccount, Plan, Principal, Role } from './model.ts';
 
 interface LenderRow {
@@ -18,7 +18,7 @@ interface LenderRow {
   access_epoch?: number | string;
 }
 
-/** A lender's columns as the prepared reads name them (prepared-sql.ts says why not `l.*`). */
+/** A lender's columns as the prepared reads name them (docs/persistence.md says why not `l.*`). */
 const LENDER_COLUMNS = everyColumnOf<LenderRow>()(
   'id',
   'name',
@@ -139,6 +139,7 @@ const PRINCIPAL_COUNTING_REQUESTS = hotStatement(
      coalesce(m.points, (select r.points from rate_limits r where r.key = $3 and r.expire > $6::bigint), 0) as minute_points,
      coalesce(m.expire, (select r.expire from rate_limits r where r.key = $3 and r.expire > $6::bigint)) as minute_expire
    from principal p join burst b on true left join minute m on true`,
+  { postgresOnly: true },
 );
 
 type CountingRow = PrincipalRow & {

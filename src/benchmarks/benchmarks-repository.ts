@@ -1,7 +1,6 @@
 import { randomInt } from 'node:crypto';
 import type { Knex } from 'knex';
 import { chunks } from '../platform/db/chunks.ts';
-import { fixedInsertOf, runFixed, type FixedStatement } from '../platform/db/fixed-statements.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { BenchmarkMetricName, Distribution } from './scales.ts';
 
@@ -59,32 +58,12 @@ function counterTable(shard: number, kind: CounterKind): { table: string; shardC
     : { table: SHARD_TABLES[kind], shardColumn: { shard }, shardKey: ['shard'] };
 }
 
-// Every creation counts its tape with these (fixed-statements.ts says why they are written out).
-const INSERT_MEMBERS = fixedInsertOf(
-  'benchmark_members',
-  ['verification_id', 'lender_id', 'product_type', 'buckets', 'shard'],
-  'on conflict ("verification_id") do nothing returning "verification_id"',
-);
-
-/** The upsert that adds each row's `tapes` to its counter, per table and columns (the same few every time). */
-const increments = new Map<string, (count: number) => FixedStatement>();
-function incrementOf(table: string, columns: string[], conflict: string[]): (count: number) => FixedStatement {
-  const key = `${table}(${columns.join()})(${conflict.join()})`;
-  let statement = increments.get(key);
-  if (!statement) {
-    const on = conflict.map((column) => `"${column}"`).join(', ');
-    statement = fixedInsertOf(table, columns, `on conflict (${on}) do update set "tapes" = "${table}"."tapes" + excluded."tapes"`);
-    increments.set(key, statement);
-  }
-  return statement;
-}
-
 /** The only code that reads or writes the benchmark aggregates. */
 export class BenchmarksRepository {
   private readonly shards: number;
   /** How many of this process's open transactions count in each shard. */
   private readonly countingIn: number[];
-  private readonly shardOfTransaction = new WeakMap<Knex.Transaction, number>();
+  private readonly shardOfUnit = new WeakMap<UnitOfWork, number>();
   /** The tapes each open unit of work has recorded, counted just before it commits. */
   private readonly recordedIn = new WeakMap<UnitOfWork, Map<string, Member>>();
 
@@ -113,18 +92,18 @@ export class BenchmarksRepository {
     unit.beforeCommit(() => {
       // A tape recorded after this step has begun (by a later before-commit step) gets a step of its own.
       this.recordedIn.delete(unit);
-      return this.count(transactionOf(unit), [...members.values()]);
+      return this.count(transactionOf(unit), this.shardFor(unit), [...members.values()]);
     });
   }
 
   /** Counts the unit's tapes (the latest score of each) in one pass of counter changes. */
-  private async count(trx: Knex.Transaction, members: Member[]): Promise<void> {
+  private async count(trx: Knex.Transaction, shard: number, members: Member[]): Promise<void> {
     // A first tape (every creation) is counted by its member row's insert alone, without first
     // looking for a count to take back; only a tape counted before meets its own member row and is
     // replaced, in the shard it was counted in: moved to another, two tapes re-scored at once could
     // each hold rows of the shard the other moves to, and PostgreSQL would abort one as a deadlock.
     const changes = new CounterChanges();
-    const added = await this.insertMembers(trx, members, changes);
+    const added = await this.insertMembers(trx, shard, members, changes);
     const recounted = members.filter((member) => !added.has(member.verificationId));
     const counted = new Map<string, MemberRow>();
     if (recounted.length > 0) {
@@ -164,9 +143,16 @@ export class BenchmarksRepository {
    * shards, it could hold rows of a shard another transaction holds rows of the other one of. (A
    * nested transaction, a savepoint, would count as one of its own; the service nests none.)
    */
-  private shardFor(trx: Knex.Transaction): number {
-    const held = this.shardOfTransaction.get(trx);
+  private shardFor(unit: UnitOfWork): number {
+    const held = this.shardOfUnit.get(unit);
     if (held !== undefined) return held;
+    const shard = this.takeShard();
+    this.shardOfUnit.set(unit, shard);
+    unit.afterEnd(() => void this.countingIn[shard]!--);
+    return shard;
+  }
+
+  private takeShard(): number {
     const start = randomInt(this.shards);
     let shard = start;
     for (let step = 1; step < this.shards; step++) {
@@ -174,19 +160,21 @@ export class BenchmarksRepository {
       if (this.countingIn[candidate]! < this.countingIn[shard]!) shard = candidate;
     }
     this.countingIn[shard]!++;
-    this.shardOfTransaction.set(trx, shard);
-    const release = () => void this.countingIn[shard]!--;
-    trx.executionPromise.then(release, release);
     return shard;
   }
 
   /** Adds many members at once (a catch-up, or a benchmark run); those already counted are skipped. */
   async addMany(members: Member[]): Promise<void> {
-    await this.knex.transaction(async (trx) => {
-      const changes = new CounterChanges();
-      await this.insertMembers(trx, members, changes);
-      await changes.apply(trx);
-    });
+    const shard = this.takeShard();
+    try {
+      await this.knex.transaction(async (trx) => {
+        const changes = new CounterChanges();
+        await this.insertMembers(trx, shard, members, changes);
+        await changes.apply(trx);
+      });
+    } finally {
+      this.countingIn[shard]!--;
+    }
   }
 
   /** Completed tapes not yet counted (stored before benchmarks existed): counted once at start-up. */
@@ -271,15 +259,22 @@ export class BenchmarksRepository {
    * them to `changes`; one already counted (another process's catch-up got there first, or a tape
    * scored again) is left as it is. Returns the ids of those it inserted.
    */
-  private async insertMembers(trx: Knex.Transaction, candidates: Member[], changes: CounterChanges): Promise<Set<string>> {
-    const shard = this.shardFor(trx);
+  private async insertMembers(trx: Knex.Transaction, shard: number, candidates: Member[], changes: CounterChanges): Promise<Set<string>> {
     const inserted = new Set<string>();
     for (const chunk of chunks(candidates, 200)) {
-      const rows = await runFixed<{ verification_id: string }>(
-        trx,
-        INSERT_MEMBERS(chunk.length),
-        chunk.flatMap((m) => [m.verificationId, m.lenderId, m.productType, JSON.stringify(m.buckets), shard]),
-      );
+      const rows: Array<{ verification_id: string }> = await trx('benchmark_members')
+        .insert(
+          chunk.map((m) => ({
+            verification_id: m.verificationId,
+            lender_id: m.lenderId,
+            product_type: m.productType,
+            buckets: JSON.stringify(m.buckets),
+            shard,
+          })),
+        )
+        .onConflict('verification_id')
+        .ignore()
+        .returning('verification_id');
       for (const row of rows) inserted.add(row.verification_id);
     }
     for (const member of candidates) if (inserted.has(member.verificationId)) changes.count(shard, member.productType, member.lenderId, member.buckets, +1);
@@ -343,13 +338,11 @@ class CounterChanges {
         continue;
       }
       // Chunked under SQLite's limit of bound values.
-      const columns = Object.keys(rows[0]!);
       for (const chunk of chunks(rows, 200)) {
-        await runFixed(
-          trx,
-          incrementOf(table, columns, conflict)(chunk.length),
-          chunk.flatMap((row) => columns.map((column) => row[column]!)),
-        );
+        await trx(table)
+          .insert(chunk)
+          .onConflict(conflict)
+          .merge({ tapes: trx.raw('??.?? + excluded.??', [table, 'tapes', 'tapes']) });
       }
     }
   }

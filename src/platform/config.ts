@@ -10,6 +10,8 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string;
+  /** SQLite: units of work commit in groups (docs/persistence.md, "Group commit"). */
+  databaseGroupCommit: boolean;
   mode: ServiceMode;
   /** Sandbox only; null in production. */
   demoApiKey: string | null;
@@ -152,6 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       PORT: port({ default: 8080 }),
       HOST: str({ default: '127.0.0.1' }),
       DATABASE_URL: str({ default: 'sqlite:./data/service.sqlite' }),
+      DATABASE_GROUP_COMMIT: str({ choices: ['on', 'off'], default: 'on' }),
       SERVICE_MODE: str({ choices: ['sandbox', 'production'], default: 'sandbox' }),
       DEMO_API_KEY: str({ default: '' }),
       PUBLIC_BASE_URL: url({ default: '' }),
@@ -232,6 +235,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
+    databaseGroupCommit: e.DATABASE_GROUP_COMMIT === 'on',
     mode,
     demoApiKey: mode === 'sandbox' ? e.DEMO_API_KEY || PUBLIC_DEMO_API_KEY : null,
     publicBaseUrl: (e.PUBLIC_BASE_URL || `http://${e.HOST}:${e.PORT}`).replace(/\/+$/, ''),

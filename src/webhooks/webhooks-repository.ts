@@ -1,11 +1,10 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../platform/db/database.ts';
 import { chunks } from '../platform/db/chunks.ts';
-import { fixedInsertOf, fixedStatement, runFixed } from '../platform/db/fixed-statements.ts';
+import { namedStatement, runNamed } from '../platform/db/named-statements.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
-import { columnsOf, everyColumnOf } from '../platform/db/prepared-sql.ts';
+import { columnsOf, everyColumnOf } from '../platform/db/columns.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
-import { writeWithNextStatement } from '../platform/db/writes-with-next-statement.ts';
 
 export interface WebhookEndpoint {
   id: string;
@@ -172,7 +171,7 @@ export const ANY_DELIVERY_DUE = hotStatement(
      or exists (select 1 from webhook_deliveries where status = 'sending' and locked_until < ?)`,
 );
 
-/** An endpoint's columns as the prepared read names them (prepared-sql.ts says why not `*`). */
+/** An endpoint's columns as the prepared read names them (docs/persistence.md says why not `*`). */
 const ENDPOINT_COLUMNS = everyColumnOf<EndpointRow>()(
   'id',
   'lender_id',
@@ -184,25 +183,12 @@ const ENDPOINT_COLUMNS = everyColumnOf<EndpointRow>()(
   'created_at',
 );
 
-// Every event a state change records runs these (fixed-statements.ts says why they are written out).
-const LIVE_ENDPOINTS_OF_LENDER = fixedStatement(
+// Every event a state change records runs these (docs/persistence.md, "Named statements").
+const LIVE_ENDPOINTS_OF_LENDER = namedStatement(
+  'live_endpoints_of_lender',
   `select ${columnsOf('w', ENDPOINT_COLUMNS)} from "webhook_endpoints" w where w.lender_id = ? and w.deleted_at is null`,
 );
-const INSERT_EVENT_BODY = fixedStatement('insert into "webhook_events" ("event_id", "lender_id", "body") values (?, ?, ?)');
-const INSERT_DELIVERIES = fixedInsertOf('webhook_deliveries', [
-  'id',
-  'webhook_id',
-  'lender_id',
-  'event_id',
-  'event_name',
-  'verification_id',
-  'event_sequence',
-  'status',
-  'attempts',
-  'next_attempt_at',
-  'replay_of',
-  'created_at',
-]);
+const INSERT_EVENT_BODY = namedStatement('insert_event_body', 'insert into "webhook_events" ("event_id", "lender_id", "body") values (?, ?, ?)');
 
 /** The only code that reads or writes webhook endpoints and deliveries. */
 export class WebhooksRepository {
@@ -289,7 +275,7 @@ export class WebhooksRepository {
 
   /** Endpoints of the lender subscribed to the event, read in the unit of work that records it. */
   async subscribedEndpoints(unit: UnitOfWork, lenderId: string, eventName: string): Promise<WebhookEndpoint[]> {
-    const rows = await runFixed<EndpointRow>(transactionOf(unit), LIVE_ENDPOINTS_OF_LENDER, [lenderId]);
+    const rows = await runNamed<EndpointRow>(transactionOf(unit), LIVE_ENDPOINTS_OF_LENDER, [lenderId]);
     return rows.map(toEndpoint).filter((endpoint) => endpoint.events.includes(eventName));
   }
 
@@ -301,29 +287,28 @@ export class WebhooksRepository {
     nextAttemptAt: string,
   ): Promise<void> {
     const trx = transactionOf(unit);
-    await writeWithNextStatement(trx, { fixed: INSERT_EVENT_BODY, bindings: [event.id, event.lenderId, event.body] });
+    await runNamed(trx, INSERT_EVENT_BODY, [event.id, event.lenderId, event.body]);
     await this.insertDeliveries(trx, deliveries, nextAttemptAt);
   }
 
   private async insertDeliveries(trx: Knex, deliveries: NewDelivery[], nextAttemptAt: string): Promise<void> {
     if (deliveries.length === 0) return;
-    await writeWithNextStatement(trx, {
-      fixed: INSERT_DELIVERIES(deliveries.length),
-      bindings: deliveries.flatMap((d) => [
-        d.id,
-        d.webhookId,
-        d.lenderId,
-        d.eventId,
-        d.eventName,
-        d.verificationId,
-        d.eventSequence,
-        'pending',
-        0,
-        nextAttemptAt,
-        d.replayOf,
-        d.createdAt,
-      ]),
-    });
+    await trx('webhook_deliveries').insert(
+      deliveries.map((d) => ({
+        id: d.id,
+        webhook_id: d.webhookId,
+        lender_id: d.lenderId,
+        event_id: d.eventId,
+        event_name: d.eventName,
+        verification_id: d.verificationId,
+        event_sequence: d.eventSequence,
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: nextAttemptAt,
+        replay_of: d.replayOf,
+        created_at: d.createdAt,
+      })),
+    );
   }
 
   /**

@@ -5,12 +5,11 @@ import knex, { type Knex } from 'knex';
 import type { Logger } from '../logger.ts';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
 import { DatabaseOutageLog } from './database-outage-log.ts';
+import { GroupCommit } from './group-commit.ts';
 import { migrations } from './migrations/index.ts';
 import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
-import { waitingSqliteReader } from './sqlite-reader.ts';
-import { WRITER_SESSIONS, waitingSqliteWriter } from './sqlite-writer.ts';
-import { PostgresKeepingWrites } from './writes-with-next-statement.ts';
-import { AUTOCHECKPOINT_BACKSTOP_PAGES, RESTART_AFTER_PAGES, WalRestart, startWalCheckpointer } from './wal-checkpointer.ts';
+import { commitInGroups } from './unit-of-work.ts';
+import { AUTOCHECKPOINT_BACKSTOP_PAGES, RESTART_AFTER_PAGES, WalRestart, catchUpWal, startWalCheckpointer } from './wal-checkpointer.ts';
 
 export type { Knex };
 export type Dialect = 'sqlite' | 'postgres';
@@ -66,35 +65,34 @@ export function sqliteFilename(databaseUrl: string): string {
   return location === ':memory:' ? ':memory:' : resolve(location);
 }
 
-/** Every SQLite connection waits this long for another process's write lock before SQLITE_BUSY. */
+/**
+ * Every SQLite connection waits this long for another process's write lock before SQLITE_BUSY.
+ * better-sqlite3 is synchronous, so the wait blocks the event loop: only another process (the
+ * operator's CLI, a migration) ever holds the lock, for the length of its transaction
+ * (docs/persistence.md, "A busy database").
+ */
 const SQLITE_BUSY_TIMEOUT_MS = 5000;
 
 // secure_delete: erased rows are overwritten in the file, not just unlinked (data-protection erasure).
-const SQLITE_PRAGMAS = 'PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;';
+const SQLITE_PRAGMAS = ['foreign_keys = ON', 'secure_delete = ON', 'journal_mode = WAL', 'synchronous = NORMAL'];
 
 /**
- * The writer's temporary storage in memory. Each transaction of a group commit runs in a savepoint
- * (sqlite-writer.ts), and SQLite keeps the original of every page a savepoint changes in a
- * sub-journal, in memory only up to 64 KiB: a creation's savepoint outgrew it, so a temporary file
- * was created, written and unlinked for most creations (seen with strace: an `openat` and `unlink`
- * in /var/tmp per group member). In memory, a sub-journal lasts only until its savepoint is
- * released. Side by side under creation load: 5-7 % less CPU per creation (docs/performance.md).
- * The cost: a transaction that rewrites many pages (a large erasure, a migration that rebuilds a
- * table) holds their originals in memory until it ends, and the writer's sorts and temporary tables
- * stay in memory too (an index a migration builds on a large table: its keys, while it is built).
- * The read connections keep their temporary files.
+ * The writer's temporary storage in memory: each unit of a group commit runs in a savepoint
+ * (group-commit.ts), and SQLite keeps the original of every page a savepoint changes in a
+ * sub-journal, in memory only up to 64 KiB; a creation's outgrew it, so a temporary file was
+ * created, written and unlinked for most creations. The cost: a transaction that rewrites many pages
+ * (a large erasure, a migration that rebuilds a table) holds their originals in memory until it
+ * ends. The read connections keep their temporary files.
  */
-const SQLITE_WRITER_TEMP_STORE = 'PRAGMA temp_store = MEMORY;';
+const SQLITE_WRITER_TEMP_STORE = 'temp_store = MEMORY';
 
 /**
- * The WAL is checkpointed off the event loop (`startWalCheckpointer`), and the writer copies its
- * last pages only when the checkpointer asks. SQLite's own checkpoint at a commit stays as a
- * backstop, far above its default of 1,000 pages: it runs only if the checkpointer cannot (its
- * connection failing, say), so the WAL never grows without end. `journal_size_limit` cuts the WAL
- * file back to RESTART_AFTER_PAGES each time it starts again, so a WAL that grew past it (a large
- * transaction) does not keep its size and its old page images (docs/data-protection.md).
+ * The WAL is checkpointed off the event loop (`startWalCheckpointer`); SQLite's own checkpoint at a
+ * commit stays as a backstop, far above its default of 1,000 pages, so the WAL never grows without
+ * end. `journal_size_limit` cuts the WAL file back each time it starts again, so a WAL that grew (a
+ * large transaction) does not keep its size and its old page images (docs/data-protection.md).
  */
-const SQLITE_WRITER_CHECKPOINTS = `PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_BACKSTOP_PAGES}; PRAGMA journal_size_limit = ${RESTART_AFTER_PAGES * 4096};`;
+const SQLITE_WRITER_CHECKPOINTS = [`wal_autocheckpoint = ${AUTOCHECKPOINT_BACKSTOP_PAGES}`, `journal_size_limit = ${RESTART_AFTER_PAGES * 4096}`];
 
 function sqliteFile(databaseUrl: string): string {
   const filename = sqliteFilename(databaseUrl);
@@ -102,43 +100,59 @@ function sqliteFile(databaseUrl: string): string {
   return filename;
 }
 
-/**
- * The writer: one connection, since SQLite serialises writers anyway and a single connection keeps
- * transactions from tripping over SQLITE_BUSY inside one process. On better-sqlite3, waiting for
- * another process's lock off the event loop (sqlite-writer.ts), hence its busy timeout of zero.
- */
-function sqliteWriterConfig(databaseUrl: string, walRestart: WalRestart): Knex.Config {
-  return {
-    // Zero first: setting WAL mode may wait for a lock, and on this synchronous connection any wait
-    // would block the event loop.
-    client: waitingSqliteWriter(
-      SQLITE_BUSY_TIMEOUT_MS,
-      `PRAGMA busy_timeout = 0; ${SQLITE_PRAGMAS} ${SQLITE_WRITER_TEMP_STORE} ${SQLITE_WRITER_CHECKPOINTS}`,
-      walRestart,
-    ) as unknown as typeof Knex.Client,
-    connection: { filename: sqliteFile(databaseUrl) },
-    useNullAsDefault: true,
-    // Sessions on the one connection, which transactions take in turns (sqlite-writer.ts).
-    pool: { min: 1, max: WRITER_SESSIONS },
+/** Knex's documented `pool.afterCreate`: runs `pragmas` on each new connection of better-sqlite3. */
+function withPragmas(pragmas: readonly string[]) {
+  return (connection: Database.Database, done: (error: Error | null, connection: Database.Database) => void) => {
+    try {
+      for (const pragma of pragmas) connection.pragma(pragma);
+      done(null, connection);
+    } catch (error) {
+      done(error as Error, connection);
+    }
   };
 }
 
-/** Read connections (better-sqlite3, read-only): never another copy of SQLite in the process (sqlite-reader.ts). */
-function sqliteReaderConfig(databaseUrl: string, connections: number): Knex.Config {
+/**
+ * The writer: Knex's own better-sqlite3 client with one connection. SQLite serialises writers
+ * anyway, and with a synchronous driver a second connection of the same process waiting for the
+ * first one's lock would block the event loop that the first one needs to finish.
+ */
+function sqliteWriterConfig(databaseUrl: string): Knex.Config {
   return {
-    client: waitingSqliteReader(SQLITE_BUSY_TIMEOUT_MS) as unknown as typeof Knex.Client,
-    connection: { filename: sqliteFile(databaseUrl), options: { readonly: true } },
+    client: 'better-sqlite3',
+    connection: { filename: sqliteFile(databaseUrl) },
     useNullAsDefault: true,
-    // Statements are synchronous: a connection is held only while its read waits for a lock.
-    pool: { min: 1, max: connections },
+    pool: {
+      min: 1,
+      max: 1,
+      afterCreate: withPragmas([`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`, ...SQLITE_PRAGMAS, SQLITE_WRITER_TEMP_STORE, ...SQLITE_WRITER_CHECKPOINTS]),
+    },
     acquireConnectionTimeout: DATABASE_TIMEOUT_MS,
   };
 }
 
+/**
+ * Read connections: Knex's better-sqlite3 client, read-only (better-sqlite3's `readonly` option),
+ * with SQLite's default page cache (2 MB) rather than better-sqlite3's 16 MB. WAL lets them read
+ * while the writer writes. Never another SQLite library: two copies of SQLite in one process do not
+ * see each other's locks, and a checkpoint of one copied pages under a reader of the other.
+ */
+function sqliteReaderConfig(databaseUrl: string, connections: number): Knex.Config {
+  return {
+    client: 'better-sqlite3',
+    connection: { filename: sqliteFile(databaseUrl), options: { readonly: true } },
+    useNullAsDefault: true,
+    pool: { min: 1, max: connections, afterCreate: withPragmas([`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`, 'cache_size = -2000']) },
+    acquireConnectionTimeout: DATABASE_TIMEOUT_MS,
+  };
+}
+
+/** Connections of Knex's pool on PostgreSQL, and of the hot reads' own pool (hot-statements.ts). */
+const POSTGRES_CONNECTIONS = 10;
+
 function postgresConfig(databaseUrl: string): Knex.Config {
   return {
-    // Knex's own client, sending writes nothing waits for with the next statement (writes-with-next-statement.ts).
-    client: PostgresKeepingWrites as unknown as typeof Knex.Client,
+    client: 'pg',
     // Every wait on the database is bounded (README, "Timeouts"): connecting, a
     // statement on the server, and the client's wait for an answer, which is what still ends when the
     // server is frozen rather than down. A request then gets 503 instead of hanging.
@@ -148,7 +162,7 @@ function postgresConfig(databaseUrl: string): Knex.Config {
       statement_timeout: STATEMENT_TIMEOUT_MS,
       query_timeout: STATEMENT_TIMEOUT_MS,
     },
-    pool: { min: 0, max: 10 },
+    pool: { min: 0, max: POSTGRES_CONNECTIONS },
     acquireConnectionTimeout: DATABASE_TIMEOUT_MS,
   };
 }
@@ -182,14 +196,21 @@ function queryErrorKind(error: unknown): 'unavailable' | 'constraint' | 'other' 
 /** Read connections of a SQLite database; a file-less (`:memory:`) database has only its writer. */
 const SQLITE_READERS = 4;
 
-/** `logger`: where Knex's own messages and database outages are logged; without it Knex writes to the console. */
-export function openDatabase(databaseUrl: string, options: { logger?: Logger } = {}): Database {
+export interface OpenOptions {
+  /** Where Knex's own messages and database outages are logged; without it Knex writes to the console. */
+  logger?: Logger;
+  /** SQLite: units of work commit in groups (group-commit.ts); on unless `DATABASE_GROUP_COMMIT=off`. */
+  groupCommit?: boolean;
+}
+
+export function openDatabase(databaseUrl: string, options: OpenOptions = {}): Database {
   const dialect = dialectOf(databaseUrl);
   const outage = options.logger ? new DatabaseOutageLog(options.logger, isDatabaseUnavailable) : null;
   const logged = (config: Knex.Config): Knex.Config => (outage ? { ...config, log: outage.knexLog() } : config);
   const walRestart = new WalRestart((error) => databaseQueryErrors.labels(queryErrorKind(error)).inc());
-  const instance = knex(logged(dialect === 'sqlite' ? sqliteWriterConfig(databaseUrl, walRestart) : postgresConfig(databaseUrl)));
-  const reader = dialect === 'sqlite' && !databaseUrl.endsWith(':memory:') ? knex(logged(sqliteReaderConfig(databaseUrl, SQLITE_READERS))) : instance;
+  const instance = knex(logged(dialect === 'sqlite' ? sqliteWriterConfig(databaseUrl) : postgresConfig(databaseUrl)));
+  const fileBacked = dialect === 'sqlite' && sqliteFilename(databaseUrl) !== ':memory:';
+  const reader = fileBacked ? knex(logged(sqliteReaderConfig(databaseUrl, SQLITE_READERS))) : instance;
   const pools = [...new Set([instance, reader])];
   outage?.watch(pools);
   for (const pool of pools)
@@ -200,12 +221,24 @@ export function openDatabase(databaseUrl: string, options: { logger?: Logger } =
     });
   const hot =
     dialect === 'postgres'
-      ? postgresHotStatements(instance, queryErrorKind)
-      : reader === instance
-        ? knexHotStatements(instance)
-        : sqliteHotStatements(sqliteFilename(databaseUrl), SQLITE_BUSY_TIMEOUT_MS, queryErrorKind);
-  const checkpointer =
-    dialect === 'sqlite' && reader !== instance ? startWalCheckpointer(sqliteFilename(databaseUrl), SQLITE_BUSY_TIMEOUT_MS, walRestart) : null;
+      ? postgresHotStatements(
+          instance,
+          {
+            connectionString: databaseUrl,
+            max: POSTGRES_CONNECTIONS,
+            connectionTimeoutMillis: DATABASE_TIMEOUT_MS,
+            statementTimeoutMs: STATEMENT_TIMEOUT_MS,
+            onUnavailable: (error) => outage?.failed(error),
+          },
+          queryErrorKind,
+        )
+      : fileBacked
+        ? sqliteHotStatements(sqliteFilename(databaseUrl), SQLITE_BUSY_TIMEOUT_MS, queryErrorKind)
+        : knexHotStatements(instance);
+  const checkpointer = fileBacked ? startWalCheckpointer(sqliteFilename(databaseUrl), SQLITE_BUSY_TIMEOUT_MS, walRestart) : null;
+  if (dialect === 'sqlite' && options.groupCommit !== false) {
+    commitInGroups(instance, new GroupCommit(instance, DATABASE_TIMEOUT_MS, () => catchUpWal(instance, walRestart)));
+  }
   return {
     knex: instance,
     reader,
@@ -220,7 +253,7 @@ export function openDatabase(databaseUrl: string, options: { logger?: Logger } =
       }
     },
     poolStats() {
-      const stats = { used: 0, free: 0, pendingAcquires: 0, max: 0 };
+      const stats = hot.poolStats();
       for (const pool of pools) {
         // Knex's pool (tarn) exists once the client is initialised; absent after destroy().
         const tarn = (pool.client as { pool?: TarnPool }).pool;

@@ -1,39 +1,42 @@
 import BetterSqlite3 from 'better-sqlite3';
 import type { Knex } from 'knex';
-import { isSqliteBusy, retryWhileBusy } from './sqlite-writer.ts';
+import pg from 'pg';
 import { databaseQueryErrors } from '../metrics/metrics.ts';
-import { assertNamesItsColumns, giveUpConnection, isStalePreparedStatement } from './prepared-sql.ts';
 
 /**
- * A read that runs on every request (the key's principal, a verification's status, its tape). Written
- * with `?` placeholders; each dialect prepares it once per connection.
+ * A read that runs on every polling request (the key's principal, a verification's status, its
+ * tape) or on every creation (the lender's scoring profile). Written with `?` placeholders and with
+ * the columns it answers named, never `*` (docs/persistence.md, "Prepared reads"). Every one is made
+ * with `hotStatement` and so listed in `hotStatementsMade`, which a test compares with the table in
+ * docs/persistence.md.
  */
 export interface HotStatement {
   /** Unique per SQL text: PostgreSQL keeps the prepared statement under this name. */
   readonly name: string;
   readonly sql: string;
+  /** Written for PostgreSQL alone, with its own placeholders (`$1`), and sent as it is. */
+  readonly postgresOnly: boolean;
 }
 
 /**
- * Runs hot reads on the driver itself, with each statement prepared once, instead of through Knex's
- * query runner, which costs more CPU per request than the query: measured on `GET
- * /verifications/{id}`, about 200 µs of CPU per request per statement through `knex.raw` against
- * about 50 µs for a prepared one (docs/performance.md).
+ * Runs hot reads on the driver itself, each prepared once per connection, instead of through Knex's
+ * query runner, which costs more CPU per request than an indexed read of one row.
  */
 export interface HotStatements {
   rows<Row>(statement: HotStatement, params: ReadonlyArray<string | number | null>): Promise<Row[]>;
+  /** Connections of the hot reads' own pool (PostgreSQL), for the pool metrics. */
+  poolStats(): { used: number; free: number; pendingAcquires: number; max: number };
   close(): Promise<void>;
 }
 
-/** Every hot statement the process has made, by name (a test runs each across a later migration). */
+/** Every hot statement the process has made, by name. */
 export const hotStatementsMade = new Map<string, HotStatement>();
 
-export function hotStatement(name: string, sql: string): HotStatement {
-  assertNamesItsColumns(sql);
+export function hotStatement(name: string, sql: string, options: { postgresOnly?: boolean } = {}): HotStatement {
   // PostgreSQL keeps it prepared under its name: one name for two texts would fail when run.
   const made = hotStatementsMade.get(name);
   if (made && made.sql !== sql) throw new Error(`two hot statements are named ${name}`);
-  const statement = { name, sql };
+  const statement = { name, sql, postgresOnly: options.postgresOnly ?? false };
   hotStatementsMade.set(name, statement);
   return statement;
 }
@@ -44,13 +47,14 @@ function countError(error: unknown, kindOf: (error: unknown) => string): never {
   throw error;
 }
 
+const NO_POOL = { used: 0, free: 0, pendingAcquires: 0, max: 0 };
+
 /**
- * SQLite: each read runs at once on the event loop, on a read-only connection of better-sqlite3
- * (synchronous; the writer's own library, never a second copy of SQLite: sqlite-reader.ts): a read
- * under WAL does not wait for the writer, and an indexed read of one row costs a few microseconds,
- * less than a round trip through a thread pool. A read that would have to wait (SQLITE_BUSY: another
- * process recovering the WAL after a crash) must not block the event loop: the connection's busy
- * timeout is zero, and the read is tried again after a pause off it, as the read pool does.
+ * SQLite: one read-only connection of better-sqlite3 (the service's one SQLite library), each
+ * statement prepared once. A read under WAL does not wait for the writer and costs a few
+ * microseconds, less than a hop to a thread pool, so it runs at once on the event loop. SQLite's
+ * busy timeout covers the rare read that must wait (another process recovering the WAL after a
+ * crash): that read blocks the event loop while it waits (docs/persistence.md, "A busy database").
  */
 export function sqliteHotStatements(filename: string, busyTimeoutMs: number, kindOf: (error: unknown) => string): HotStatements {
   let db: BetterSqlite3.Database | null = null;
@@ -58,7 +62,7 @@ export function sqliteHotStatements(filename: string, busyTimeoutMs: number, kin
   let closed = false;
   const read = (statement: HotStatement, params: ReadonlyArray<string | number | null>): unknown[] => {
     if (closed) throw new Error('The database connection is closed.');
-    db ??= new BetterSqlite3(filename, { readonly: true, fileMustExist: true, timeout: 0 });
+    db ??= new BetterSqlite3(filename, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
     let found = prepared.get(statement.name);
     if (!found) {
       const query = db.prepare(statement.sql);
@@ -75,12 +79,10 @@ export function sqliteHotStatements(filename: string, busyTimeoutMs: number, kin
       try {
         return read(statement, params) as Row[];
       } catch (error) {
-        if (!isSqliteBusy(error)) return countError(error, kindOf);
-        return (await retryWhileBusy(busyTimeoutMs, () => read(statement, params), undefined, error).catch((retried: unknown) =>
-          countError(retried, kindOf),
-        )) as Row[];
+        return countError(error, kindOf);
       }
     },
+    poolStats: () => NO_POOL,
     async close() {
       closed = true;
       prepared.clear();
@@ -93,8 +95,7 @@ export function sqliteHotStatements(filename: string, busyTimeoutMs: number, kin
 /**
  * Builds a statement's row objects from its rows as arrays (better-sqlite3's raw mode): the driver's
  * own row objects are built a property at a time in native code, which costs a third of an indexed
- * read of one row (docs/performance.md). A column name given twice keeps its last value, as the
- * driver's objects do.
+ * read of one row. A column name given twice keeps its last value, as the driver's objects do.
  */
 function rowFactory(columns: string[]): (values: unknown[]) => unknown {
   return (values) => {
@@ -104,61 +105,84 @@ function rowFactory(columns: string[]): (values: unknown[]) => unknown {
   };
 }
 
-interface PgConnection {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+/**
+ * Whether PostgreSQL refused a prepared statement the connection holds: what it answers no longer
+ * has the types it was prepared with (0A000, "cached plan must not change result type", after a
+ * migration changed a column it names), or the statement is gone (26000).
+ */
+export function isStalePreparedStatement(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '26000' || code === '0A000';
 }
 
-/** The part of Knex's client that lends its pool's connections (untyped in Knex's declarations). */
-interface PoolLender {
-  acquireConnection(): Promise<unknown>;
-  releaseConnection(connection: unknown): Promise<unknown>;
+/** How the hot reads' pool connects: the same bounds as Knex's pool (database.ts). */
+export interface PostgresHotPoolOptions {
+  connectionString: string;
+  max: number;
+  connectionTimeoutMillis: number;
+  statementTimeoutMs: number;
+  onUnavailable(error: unknown): void;
 }
 
 /**
- * PostgreSQL: a connection of Knex's pool (its acquire timeout and the connection's statement and
- * query timeouts still bound the wait), with the statement sent as a named prepared statement, which
- * pg parses and plans once per connection.
+ * PostgreSQL: a pool of pg's own (`pg.Pool`) whose connections keep each hot read as a named
+ * prepared statement, parsed and planned once per connection. Its `query` hands a connection that
+ * failed back with the error, and pg's pool then closes it: a connection whose prepared statement
+ * went stale is never lent again, and the read is tried again on another connection, until one
+ * prepares it anew. The text PostgreSQL gets (`$1` placeholders) is Knex's own rendering of the
+ * statement (`toSQL().toNative()`).
  */
-
-export function postgresHotStatements(knex: Knex, kindOf: (error: unknown) => string): HotStatements {
-  const pool = knex.client as PoolLender;
+export function postgresHotStatements(knex: Knex, options: PostgresHotPoolOptions, kindOf: (error: unknown) => string): HotStatements {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max,
+    connectionTimeoutMillis: options.connectionTimeoutMillis,
+    statement_timeout: options.statementTimeoutMs,
+    query_timeout: options.statementTimeoutMs,
+  });
+  // An idle connection that breaks (the server restarted) is reported here; unheard, it would end the process.
+  pool.on('error', (error) => options.onUnavailable(error));
   const texts = new Map<string, string>();
-  const textOf = (statement: HotStatement): string => {
+  const textOf = (statement: HotStatement, params: ReadonlyArray<string | number | null>): string => {
     let text = texts.get(statement.name);
     if (text === undefined) {
-      let n = 0;
-      text = statement.sql.replace(/\?/g, () => `$${++n}`);
+      text = statement.postgresOnly
+        ? statement.sql
+        : knex
+            .raw(statement.sql, [...params])
+            .toSQL()
+            .toNative().sql;
       texts.set(statement.name, text);
     }
     return text;
   };
+  let closed = false;
   const runOnce = async <Row>(statement: HotStatement, params: ReadonlyArray<string | number | null>): Promise<Row[]> => {
-    let connection: PgConnection | undefined;
-    try {
-      connection = (await pool.acquireConnection()) as PgConnection;
-      const result = await connection.query({ name: statement.name, text: textOf(statement), values: [...params] });
-      return result.rows as Row[];
-    } catch (error) {
-      // The pool closes it instead of lending it again: its other prepared statements may be stale too.
-      if (connection && isStalePreparedStatement(error)) giveUpConnection(connection, error);
-      throw error;
-    } finally {
-      if (connection) await pool.releaseConnection(connection);
-    }
+    // As Knex's pool answers once destroyed: an error that answers 503 (isDatabaseUnavailable).
+    if (closed) throw new Error('The database connection is closed.');
+    const result = await pool.query({ name: statement.name, text: textOf(statement, params), values: [...params] });
+    return result.rows as Row[];
+  };
+  const fail = (error: unknown): never => {
+    if (kindOf(error) === 'unavailable') options.onUnavailable(error);
+    return countError(error, kindOf);
   };
   return {
     async rows<Row>(statement: HotStatement, params: ReadonlyArray<string | number | null>): Promise<Row[]> {
-      try {
-        return await runOnce<Row>(statement, params);
-      } catch (error) {
-        // Refused before it ran (prepared-sql.ts): once more, on a connection made since, which
-        // prepares it again (every older one was given up with this one).
-        if (!isStalePreparedStatement(error)) return countError(error, kindOf);
-        return runOnce<Row>(statement, params).catch((again: unknown) => countError(again, kindOf));
+      // Every connection that prepared the read before the migration is stale: each refuses it once
+      // and is closed, so at most one try per connection of the pool, then one on a new connection.
+      for (let tries = 0; ; tries++) {
+        try {
+          return await runOnce<Row>(statement, params);
+        } catch (error) {
+          if (!isStalePreparedStatement(error) || tries >= options.max) return fail(error);
+        }
       }
     },
+    poolStats: () => ({ used: pool.totalCount - pool.idleCount, free: pool.idleCount, pendingAcquires: pool.waitingCount, max: options.max }),
     async close() {
-      // The connections belong to Knex's pool, which the database closes.
+      closed = true;
+      await pool.end();
     },
   };
 }
@@ -170,6 +194,7 @@ export function knexHotStatements(knex: Knex): HotStatements {
       const result = (await knex.raw(statement.sql, [...params])) as Row[] | { rows: Row[] };
       return Array.isArray(result) ? result : result.rows;
     },
+    poolStats: () => NO_POOL,
     async close() {},
   };
 }

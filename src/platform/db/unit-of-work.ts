@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { GroupCommit } from './group-commit.ts';
 
 /**
  * One database transaction as features outside the repositories see it: something to do work in
@@ -14,22 +15,47 @@ export interface UnitOfWork {
    * row's lock until the commit, so the later it comes the shorter other units wait for it.
    */
   beforeCommit(work: () => Promise<void>): void;
+  /** Runs `callback` once the transaction has ended, committed or rolled back. */
+  afterEnd(callback: () => void): void;
 }
 
 const transactions = new WeakMap<UnitOfWork, Knex.Transaction>();
 
-/** Runs `work` in one transaction, then its before-commit work, and after the commit the unit's after-commit callbacks. */
+/** The group commit of a database's writer, where it has one (database.ts registers it). */
+const groupCommits = new WeakMap<Knex, GroupCommit>();
+
+export function commitInGroups(knex: Knex, groupCommit: GroupCommit): void {
+  groupCommits.set(knex, groupCommit);
+}
+
+/**
+ * Runs `work` in one transaction, then its before-commit work, and after the commit the unit's
+ * after-commit callbacks. On SQLite with group commit (group-commit.ts) the transaction is a
+ * savepoint of the group's.
+ */
 export async function inUnitOfWork<T>(knex: Knex, work: (unit: UnitOfWork, trx: Knex.Transaction) => Promise<T>): Promise<T> {
   const committed: Array<() => void> = [];
-  const result = await knex.transaction(async (trx) => {
+  const ended: Array<() => void> = [];
+  const body = async (trx: Knex.Transaction): Promise<T> => {
     const lastSteps: Array<() => Promise<void>> = [];
-    const unit: UnitOfWork = { afterCommit: (callback) => committed.push(callback), beforeCommit: (step) => lastSteps.push(step) };
+    const unit: UnitOfWork = {
+      afterCommit: (callback) => committed.push(callback),
+      beforeCommit: (step) => lastSteps.push(step),
+      afterEnd: (callback) => ended.push(callback),
+    };
     transactions.set(unit, trx);
     const result = await work(unit, trx);
     // In the order they were asked for; a step may ask for another, which runs after it.
     for (let i = 0; i < lastSteps.length; i++) await lastSteps[i]!();
     return result;
-  });
+  };
+  const group = groupCommits.get(knex);
+  let result: T;
+  try {
+    result = await (group ? group.run(body) : knex.transaction(body));
+  } finally {
+    for (const callback of ended) callback();
+  }
   for (const callback of committed) callback();
   return result;
 }

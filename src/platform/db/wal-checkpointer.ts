@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import type { Knex } from 'knex';
 
 /** How often the WAL's new pages are copied into the database file. */
 export const CHECKPOINT_INTERVAL_MS = 100;
@@ -38,6 +39,23 @@ export class WalRestart {
     if (!this.wanted || now - this.triedAt < this.intervalMs) return false;
     this.triedAt = now;
     return true;
+  }
+}
+
+/**
+ * Run by the writer after each group commit (group-commit.ts): when the checkpointer asks, at most
+ * once per its interval, copies the WAL's pages committed since its last copy, on the writer's own
+ * connection, so that every page is in the database file and the next transaction can start the WAL
+ * again. Asked again if that does not happen: the checkpointer's own copy was running, or a reader
+ * still read from the WAL.
+ */
+export async function catchUpWal(writer: Knex, restart: WalRestart): Promise<void> {
+  if (!restart.due()) return;
+  try {
+    const [done] = await writer.raw<Array<{ busy: number; log: number; checkpointed: number }>>('PRAGMA wal_checkpoint(PASSIVE)');
+    if (done && done.busy === 0 && done.checkpointed === done.log) restart.wanted = false;
+  } catch (error) {
+    restart.onError(error);
   }
 }
 

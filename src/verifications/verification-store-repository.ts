@@ -1,0 +1,310 @@
+import type { Knex } from 'knex';
+import type { OverlayBlock, RiskTape200 } from '../../generated/tape.ts';
+import type { PlatformIncome } from '../tape/index.ts';
+import type { ScoredTape } from './scoring.ts';
+import type { Dialect } from '../platform/db/database.ts';
+import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
+import { namedStatement, runNamed } from '../platform/db/named-statements.ts';
+import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platform/events/outbox.ts';
+import type { JobQueue } from '../platform/jobs/job-queue.ts';
+import type { LifecycleJobKind, LifecycleJobPayloads } from './lifecycle-jobs.ts';
+import type { FailureReason, Transition, VerificationStatus } from './state-machine.ts';
+import {
+  overlaysIn,
+  resourceIn,
+  toRecord,
+  type ConnectionStatus,
+  type ConsentLinks,
+  type IdempotencyRecord,
+  type IdempotencyRow,
+  type NewVerification,
+  type Platform,
+  type StoreCollaborators,
+  type VerificationRecord,
+  type VerificationResource,
+  type VerificationRow,
+} from './verification-rows-repository.ts';
+
+// The write side of the verifications: one store per unit of work. Builder queries, and the
+// creation path's named statements (docs/persistence.md, "Query kinds").
+
+// A creation's statements, named (docs/persistence.md, "Named statements").
+const INSERT_VERIFICATION = namedStatement(
+  'insert_verification',
+  `insert into "verifications" ("id", "lender_id", "obligor_reference", "creator_platforms", "lender_name", "product_type",
+    "declared_monthly_obligations_eur", "status", "consent_token_hash", "consent_url", "consent_token_sealed", "expires_at",
+    "created_at", "updated_at", "completed_at", "tape_schema_version")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+);
+const INSERT_TRANSITION = namedStatement(
+  'insert_transition',
+  `insert into "verification_transitions" ("verification_id", "from_status", "to_status", "trigger", "reason", "at") values (?, ?, ?, ?, ?, ?)`,
+);
+const INSERT_EVENT = namedStatement(
+  'insert_event',
+  `insert into "events" ("id", "lender_id", "verification_id", "name", "payload", "occurred_at") values (?, ?, ?, ?, ?, ?) returning "sequence"`,
+);
+const UPSERT_TAPE = namedStatement(
+  'upsert_tape',
+  `insert into "tapes" ("verification_id", "tape", "generated_at", "scoring_input") values (?, ?, ?, ?)
+  on conflict ("verification_id") do update set "tape" = excluded."tape", "generated_at" = excluded."generated_at", "scoring_input" = excluded."scoring_input"`,
+);
+const CLAIM_IDEMPOTENCY_KEY = namedStatement(
+  'claim_idempotency_key',
+  `insert into "idempotency_keys" ("lender_id", "idempotency_key", "request_fingerprint", "created_at", "expires_at") values (?, ?, ?, ?, ?)
+  on conflict ("lender_id", "idempotency_key") do nothing returning "idempotency_key"`,
+);
+const STORE_IDEMPOTENT_RESPONSE = namedStatement(
+  'store_idempotent_response',
+  `update "idempotency_keys" set "response_status" = ?, "response_body" = ?, "verification_id" = ? where "lender_id" = ? and "idempotency_key" = ?`,
+);
+
+/**
+ * Reads and writes of one unit of work. Everything a state change triggers (transition row, event,
+ * tape, jobs) goes through one store so it commits or rolls back together.
+ */
+export class VerificationStore {
+  private readonly dialect: Dialect;
+  private readonly jobs: JobQueue;
+  private readonly outbox: EventOutbox;
+  private readonly links: ConsentLinks;
+  /** The verifications this unit inserted, with the status each was inserted in. */
+  private readonly insertedHere = new Map<string, VerificationStatus>();
+
+  constructor(
+    private readonly trx: Knex.Transaction,
+    /** The unit of work this store writes in, for other features' writes that must commit with it. */
+    readonly unit: UnitOfWork,
+    private readonly collaborators: StoreCollaborators,
+  ) {
+    ({ dialect: this.dialect, jobs: this.jobs, outbox: this.outbox, links: this.links } = collaborators);
+  }
+
+  /**
+   * Inserts a new verification in the state its creation move leads to, with that move's columns
+   * (`completed_at`, `tape_schema_version`), so the move (applyStatus) need not update the row again.
+   */
+  async insert(verification: NewVerification, connections: Array<{ platform: Platform; status: ConnectionStatus }>): Promise<void> {
+    this.insertedHere.set(verification.id, verification.status);
+    await runNamed(this.trx, INSERT_VERIFICATION, [
+      verification.id,
+      verification.lenderId,
+      verification.obligorReference,
+      JSON.stringify(verification.creatorPlatforms),
+      verification.lenderName,
+      verification.productType,
+      verification.declaredMonthlyObligationsEur,
+      verification.status,
+      verification.consentTokenHash,
+      '',
+      this.links.seal(verification.consentToken),
+      verification.expiresAt,
+      verification.createdAt,
+      verification.createdAt,
+      verification.completedAt,
+      verification.tapeSchemaVersion,
+    ]);
+    await this.setConnections(verification.id, connections, verification.createdAt);
+  }
+
+  async setConnections(verificationId: string, connections: Array<{ platform: Platform; status: ConnectionStatus }>, at: string): Promise<void> {
+    if (connections.length === 0) return;
+    await this.trx('platform_connections')
+      .insert(
+        // When access ended (revoked_at), for the data-protection report.
+        connections.map((c) => ({
+          verification_id: verificationId,
+          platform: c.platform,
+          status: c.status,
+          updated_at: at,
+          revoked_at: c.status === 'revoked' || c.status === 'error' ? at : null,
+        })),
+      )
+      .onConflict(['verification_id', 'platform'])
+      .merge(['status', 'updated_at', 'revoked_at']);
+  }
+
+  /** The lender's verifications among `ids`, locked (on PostgreSQL) until the transaction ends. */
+  async lockOwned(lenderId: string, ids: string[]): Promise<VerificationRecord[]> {
+    if (ids.length === 0) return [];
+    const query = this.trx<VerificationRow>('verifications').where({ lender_id: lenderId }).whereIn('id', ids).orderBy('id');
+    const rows = this.dialect === 'postgres' ? await query.forUpdate() : await query;
+    return rows.map((row) => toRecord(row, this.links));
+  }
+
+  /**
+   * Erases the verifications and everything this feature holds about them: events, transitions,
+   * tapes, income, stored idempotent answers, scheduled jobs. Other features erase theirs first in
+   * the same unit of work.
+   */
+  async erase(ids: string[]): Promise<{
+    verifications: number;
+    tapes: number;
+    overlays: number;
+    income_records: number;
+    webhook_events: number;
+    idempotency_records: number;
+    pending_jobs: number;
+  }> {
+    const overlays = await this.trx('overlays').whereIn('verification_id', ids).delete();
+    const tapes = await this.trx('tapes').whereIn('verification_id', ids).delete();
+    const income = await this.trx('income_records').whereIn('verification_id', ids).delete();
+    const events = await this.trx('events').whereIn('verification_id', ids).delete();
+    await this.trx('verification_transitions').whereIn('verification_id', ids).delete();
+    const idempotency = await this.trx('idempotency_keys').whereIn('verification_id', ids).delete();
+    const jobs = await this.jobs.cancelForSubjects(this.trx, ids);
+    const verifications = await this.trx('verifications').whereIn('id', ids).delete();
+    return { verifications, tapes, overlays, income_records: income, webhook_events: events, idempotency_records: idempotency, pending_jobs: jobs };
+  }
+
+  /** Reads the verification and, on PostgreSQL, locks its row until the transaction ends. */
+  async lock(verificationId: string): Promise<VerificationRecord | null> {
+    const query = this.trx<VerificationRow>('verifications').where({ id: verificationId }).first();
+    const row = this.dialect === 'postgres' ? await query.forUpdate() : await query;
+    return row ? toRecord(row, this.links) : null;
+  }
+
+  /** The resource as this unit of work sees it (after its own writes). */
+  async resourceOf(record: VerificationRecord): Promise<VerificationResource> {
+    return resourceIn(this.trx, record);
+  }
+
+  async applyStatus(
+    verificationId: string,
+    transition: Transition,
+    change: { at: string; reason: FailureReason | null; tapeSchemaVersion?: string },
+  ): Promise<void> {
+    if (transition.from === null) {
+      // A creation: insert() wrote the row in this unit, in the state and with the columns of this
+      // move, and no other unit can see it yet.
+      const inserted = this.insertedHere.get(verificationId);
+      if (inserted !== transition.to) throw new Error(`verification ${verificationId} was not inserted ${transition.to} in this unit of work`);
+    } else {
+      const columns: Record<string, unknown> = { status: transition.to, updated_at: change.at };
+      if (transition.to === 'completed') columns.completed_at = change.at;
+      if (transition.to === 'failed') columns.failure_reason = change.reason;
+      if (change.tapeSchemaVersion) columns.tape_schema_version = change.tapeSchemaVersion;
+      // Compare-and-set on the status: a concurrent move that got there first makes this one fail loudly.
+      const updated = await this.trx('verifications').where({ id: verificationId, status: transition.from }).update(columns);
+      if (updated !== 1) throw new Error(`verification ${verificationId} is no longer ${transition.from}`);
+    }
+    await runNamed(this.trx, INSERT_TRANSITION, [verificationId, transition.from, transition.to, transition.trigger, change.reason, change.at]);
+  }
+
+  /** Stores the event with its exact body bytes (what is signed and sent) and publishes it to the outbox's subscribers. */
+  async recordEvent<Name extends EventName>(event: {
+    id: string;
+    lenderId: string;
+    verificationId: string;
+    name: Name;
+    body: EventBody<Name>;
+    occurredAt: string;
+  }): Promise<void> {
+    const body = JSON.stringify(event.body);
+    const [inserted] = await runNamed<{ sequence: number | string }>(this.trx, INSERT_EVENT, [
+      event.id,
+      event.lenderId,
+      event.verificationId,
+      event.name,
+      body,
+      event.occurredAt,
+    ]);
+    const sequence = Number(inserted!.sequence);
+    const recorded: RecordedEvent = {
+      id: event.id,
+      lenderId: event.lenderId,
+      verificationId: event.verificationId,
+      name: event.name,
+      sequence,
+      occurredAt: event.occurredAt,
+      body,
+    };
+    await this.outbox.publish(recorded, this.unit);
+  }
+
+  /** Stores the tape with the income it was scored from, and tells the tape listeners (peer benchmarks). */
+  async saveTape(verification: { id: string; lenderId: string }, scored: ScoredTape, generatedAt: string): Promise<void> {
+    await runNamed(this.trx, UPSERT_TAPE, [verification.id, JSON.stringify(scored.tape), generatedAt, JSON.stringify(scored.platforms)]);
+    for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, scored.tape);
+  }
+
+  /** The stored tape with what scoring it again needs: when it was computed, and from which income (null for tapes stored before it was kept). */
+  async tapeForRescoring(verificationId: string): Promise<{ tape: RiskTape200; platforms: PlatformIncome[] | null } | null> {
+    const row = await this.trx<{ verification_id: string; tape: string; scoring_input: string | null }>('tapes')
+      .where({ verification_id: verificationId })
+      .first();
+    if (!row) return null;
+    return { tape: JSON.parse(row.tape) as RiskTape200, platforms: row.scoring_input ? (JSON.parse(row.scoring_input) as PlatformIncome[]) : null };
+  }
+
+  async insertOverlay(verificationId: string, overlay: OverlayBlock): Promise<void> {
+    await this.trx('overlays').insert({
+      id: overlay.overlay_id,
+      verification_id: verificationId,
+      type: overlay.type,
+      provider: overlay.provider,
+      reference: overlay.reference ?? null,
+      status: overlay.status,
+      observed_at: overlay.observed_at,
+      data: JSON.stringify(overlay.data),
+      created_at: overlay.created_at,
+    });
+  }
+
+  async overlaysOf(verificationId: string): Promise<OverlayBlock[]> {
+    return overlaysIn(this.trx, verificationId);
+  }
+
+  async saveIncome(
+    verificationId: string,
+    records: Array<{ platform: string; month: string; sourceCurrency: string; sourceAmount: number; amountEur: number | null }>,
+  ): Promise<void> {
+    if (records.length === 0) return;
+    await this.trx('income_records')
+      .insert(
+        records.map((r) => ({
+          verification_id: verificationId,
+          platform: r.platform,
+          month: r.month,
+          source_currency: r.sourceCurrency,
+          source_amount: r.sourceAmount,
+          amount_eur: r.amountEur,
+        })),
+      )
+      .onConflict(['verification_id', 'platform', 'month', 'source_currency'])
+      .merge();
+  }
+
+  /** A lifecycle job, committed with the change that needs it. */
+  async schedule<Kind extends LifecycleJobKind>(kind: Kind, subjectId: string, runAt: Date, payload: LifecycleJobPayloads[Kind], now: Date): Promise<void> {
+    await this.jobs.enqueue(this.trx, { kind, subjectId, runAt, payload }, now);
+  }
+
+  /**
+   * Claims an Idempotency-Key for this request. Returns the stored answer when the key is taken; on
+   * PostgreSQL a concurrent request with the same key waits here until the first one commits.
+   */
+  async claimIdempotencyKey(lenderId: string, key: string, fingerprint: string, now: string, expiresAt: string): Promise<IdempotencyRecord | null> {
+    const insert = () => runNamed(this.trx, CLAIM_IDEMPOTENCY_KEY, [lenderId, key, fingerprint, now, expiresAt]);
+    if ((await insert()).length === 1) return null;
+    const row = await this.trx<IdempotencyRow>('idempotency_keys').where({ lender_id: lenderId, idempotency_key: key }).first();
+    if (!row) throw new Error(`idempotency key ${key} vanished while claimed`);
+    if (row.expires_at <= now) {
+      // The key lived its 24 hours: it is free again (section 8).
+      await this.trx('idempotency_keys').where({ lender_id: lenderId, idempotency_key: key }).delete();
+      if ((await insert()).length === 1) return null;
+      throw new Error(`idempotency key ${key} was claimed concurrently`);
+    }
+    return {
+      verificationId: row.verification_id,
+      requestFingerprint: row.request_fingerprint,
+      responseStatus: row.response_status,
+      responseBody: row.response_body === null ? null : (JSON.parse(row.response_body) as unknown),
+      expiresAt: row.expires_at,
+    };
+  }
+
+  async storeIdempotentResponse(lenderId: string, key: string, status: number, body: unknown, verificationId: string): Promise<void> {
+    await runNamed(this.trx, STORE_IDEMPOTENT_RESPONSE, [status, JSON.stringify(body), verificationId, lenderId, key]);
+  }
+}

@@ -1416,9 +1416,16 @@ export interface components {
         WebhookIdPath: string;
         /** @description Page size, 1 to 100. */
         Limit: number;
-        /** @description The creator's email as known from a connected platform account. */
+        /**
+         * @description The creator's email as known from a connected platform account. `@` may be sent as it is
+         *     (`?email=ana.creator@example.com`); a `+` must be sent as `%2B`, since a `+` in a query
+         *     string stands for a space.
+         */
         GdprEmail: components["schemas"]["Email"];
-        /** @description The `obligor_reference` the lender used. */
+        /**
+         * @description The `obligor_reference` the lender used. Reserved characters such as `@`, `:` and `/` may be
+         *     sent unencoded; `&`, `#`, `+` and `%` must be percent-encoded.
+         */
         GdprObligorId: components["schemas"]["ObligorReference"];
     };
     requestBodies: never;
@@ -1468,7 +1475,10 @@ export interface operations {
                 starting_after?: string;
                 /** @description Only verifications in this state. */
                 status?: components["schemas"]["VerificationStatus"];
-                /** @description Only verifications for this exact obligor reference. */
+                /**
+                 * @description Only verifications for this exact obligor reference. Reserved characters such as `@`,
+                 *     `:` and `/` may be sent unencoded; `&`, `#`, `+` and `%` must be percent-encoded.
+                 */
                 obligor_reference?: components["schemas"]["ObligorReference"];
                 /** @description Only verifications of this product type. */
                 product_type?: components["schemas"]["ProductTypeV2"];
@@ -2044,9 +2054,16 @@ export interface operations {
     gdprAccess: {
         parameters: {
             query?: {
-                /** @description The creator's email as known from a connected platform account. */
+                /**
+                 * @description The creator's email as known from a connected platform account. `@` may be sent as it is
+                 *     (`?email=ana.creator@example.com`); a `+` must be sent as `%2B`, since a `+` in a query
+                 *     string stands for a space.
+                 */
                 email?: components["parameters"]["GdprEmail"];
-                /** @description The `obligor_reference` the lender used. */
+                /**
+                 * @description The `obligor_reference` the lender used. Reserved characters such as `@`, `:` and `/` may be
+                 *     sent unencoded; `&`, `#`, `+` and `%` must be percent-encoded.
+                 */
                 obligor_id?: components["parameters"]["GdprObligorId"];
             };
             header?: never;
@@ -2079,9 +2096,16 @@ export interface operations {
     gdprExport: {
         parameters: {
             query?: {
-                /** @description The creator's email as known from a connected platform account. */
+                /**
+                 * @description The creator's email as known from a connected platform account. `@` may be sent as it is
+                 *     (`?email=ana.creator@example.com`); a `+` must be sent as `%2B`, since a `+` in a query
+                 *     string stands for a space.
+                 */
                 email?: components["parameters"]["GdprEmail"];
-                /** @description The `obligor_reference` the lender used. */
+                /**
+                 * @description The `obligor_reference` the lender used. Reserved characters such as `@`, `:` and `/` may be
+                 *     sent unencoded; `&`, `#`, `+` and `%` must be percent-encoded.
+                 */
                 obligor_id?: components["parameters"]["GdprObligorId"];
             };
             header?: never;

@@ -123,6 +123,40 @@ for (const factory of testDatabases()) {
       assert.equal(Number(known.headers['x-ratelimit-remaining']), Number(unknown.headers['x-ratelimit-remaining']) - 1);
     });
 
+    it('takes an email or an obligor reference with @, : and / unencoded in the query, as RFC 3986 allows there', async () => {
+      const lender = await lenderWithKey(setup.ctx);
+      const gdpr = await admin.createKey(setup.ctx, { lenderId: lender.lender.id, role: 'gdpr_admin' });
+      const reference = `loan/2026:${randomUUID().slice(0, 8)}@north`;
+      const created = await request(setup.service.app)
+        .post('/api/v1/verifications')
+        .auth(lender.apiKey, { type: 'bearer' })
+        .set('Idempotency-Key', randomUUID())
+        .send({ obligor_reference: reference, creator_platforms: ['youtube'] });
+      assert.equal(created.status, 201, created.text);
+      const get = (path: string, key: string) => request(setup.service.app).get(path).auth(key, { type: 'bearer' });
+
+      // Written into the request line byte for byte: supertest sends the path as given.
+      const listed = await get(`/api/v1/verifications?obligor_reference=${reference}`, lender.apiKey);
+      assert.equal(listed.status, 200, listed.text);
+      assert.deepEqual(
+        listed.body.data.map((v: { verification_id: string }) => v.verification_id),
+        [created.body.verification_id],
+      );
+      for (const operation of ['access', 'export']) {
+        const byReference = await get(`/api/v1/gdpr/${operation}?obligor_id=${reference}`, gdpr.apiKey);
+        assert.equal(byReference.status, 200, `${operation}: ${byReference.text}`);
+        // Nobody connected with this address: found by nothing, not refused for its `@`.
+        const byEmail = await get(`/api/v1/gdpr/${operation}?email=ana.creator@example.com`, gdpr.apiKey);
+        assert.equal(byEmail.status, 404, `${operation}: ${byEmail.text}`);
+        assert.equal(byEmail.body.error, 'not_found');
+      }
+      // A raw `+` is a space in a query string: the address it leaves is no email.
+      const plus = await get('/api/v1/gdpr/access?email=ana+loans@example.com', gdpr.apiKey);
+      assert.equal(plus.status, 400, plus.text);
+      assert.equal(plus.body.error, 'validation_error');
+      assert.equal((await get('/api/v1/gdpr/access?email=ana%2Bloans@example.com', gdpr.apiKey)).status, 404);
+    });
+
     /** A creation whose body lacks `obligor_reference`, sent with that Content-Type. */
     const postIncomplete = (apiKey: string, contentType: string) =>
       request(setup.service.app)

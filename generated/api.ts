@@ -452,10 +452,13 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description The closed catalogue of error codes (service description, section 7).
+         * @description The closed catalogue of error codes (service description, section 7), and
+         *     `request_timeout` (408): a request whose headers or body did not arrive in time, answered
+         *     before it reaches any operation. Clients must tolerate codes they do not know and act on
+         *     the HTTP status.
          * @enum {string}
          */
-        ErrorCode: "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "duplicate_request" | "unprocessable" | "rate_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "request_timeout" | "duplicate_request" | "unprocessable" | "rate_limited" | "internal_error" | "service_unavailable";
         /** @description Every error response. `details` lists the offending fields of a `validation_error` or `bad_request`. */
         Error: {
             error: components["schemas"]["ErrorCode"];

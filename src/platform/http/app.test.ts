@@ -274,6 +274,37 @@ for (const factory of testDatabases()) {
       }
     });
 
+    it('answers HEAD as the GET of the same path without its body (load balancers probe so), and only where a GET exists', async () => {
+      const { lender, apiKey } = await lenderWithKey(setup.ctx);
+      await insertVerification(setup.service, lender.id, 'vrf_headCheck000000001');
+      const app = setup.service.app;
+      for (const [path, key] of [
+        ['/healthz', null],
+        ['/readyz', null],
+        ['/.well-known/jwks.json', null],
+        ['/api/v1/verifications/vrf_headCheck000000001', apiKey],
+        ['/api/v1/verifications?limit=1', apiKey],
+      ] as const) {
+        const get = await (key ? request(app).get(path).auth(key, { type: 'bearer' }) : request(app).get(path));
+        const head = await (key ? request(app).head(path).auth(key, { type: 'bearer' }) : request(app).head(path));
+        assert.equal(get.status, 200, `GET ${path}: ${get.text}`);
+        assert.equal(head.status, 200, `HEAD ${path}`);
+        assert.equal(head.text ?? '', '', `HEAD ${path} has no body`);
+        for (const header of ['content-type', 'content-length', 'cache-control']) {
+          assert.equal(head.headers[header], get.headers[header], `HEAD ${path}: ${header}`);
+        }
+      }
+      // A HEAD is checked as its GET is: an unknown query parameter is refused, with no body either.
+      const refused = await request(app).head('/healthz?verbose=1');
+      assert.equal(refused.status, 400);
+      assert.equal(refused.text ?? '', '');
+      // No GET, no HEAD: a path with only a POST, and one the contract does not have.
+      for (const path of ['/api/v1/verifications/vrf_headCheck000000001/cancel', '/api/v1/no-such-route']) {
+        assert.equal((await request(app).head(path).auth(apiKey, { type: 'bearer' })).status, 404, `HEAD ${path}`);
+      }
+      assert.equal((await request(app).head('/healthz/')).status, 404);
+    });
+
     it('refuses a gdpr_admin key on lender operations with 403', async () => {
       const { apiKey } = await lenderWithKey(setup.ctx, 'gdpr_admin');
       const response = await request(setup.service.app).get('/api/v1/verifications/vrf_any').auth(apiKey, { type: 'bearer' });

@@ -240,6 +240,22 @@ for (const factory of testDatabases()) {
       }
     });
 
+    it('serves the changelog as an HTML page rendered from docs/changelog.md, under a policy that allows no script', async () => {
+      const response = await request(setup.service.app).get('/docs/changelog');
+      assert.equal(response.status, 200);
+      assert.match(response.headers['content-type'] ?? '', /^text\/html; charset=utf-8$/);
+      assert.match(response.text, /<h1>Changelog<\/h1>/);
+      assert.match(response.text, /<h2>2026-03-19: API v1 and Risk Tape schema 1\.0\.0<\/h2>/);
+      assert.match(response.text, /<code>declared_monthly_obligations_eur<\/code>/);
+      assert.doesNotMatch(response.text, /<script|^#+ /m);
+      // A link to another file of the repository, which no route serves, is left as its text.
+      assert.doesNotMatch(response.text, /href="(?!\/|https:)/);
+      const policy = response.headers['content-security-policy'] ?? '';
+      assert.match(policy, /(^|; )default-src 'none'(;|$)/);
+      assert.match(policy, /(^|; )style-src 'sha256-[A-Za-z0-9+/]+=*'(;|$)/);
+      assert.doesNotMatch(policy, /script-src|unsafe/);
+    });
+
     it('serves the published documents only at their exact paths (strict, case-sensitive)', async () => {
       for (const path of ['/openapi.json', '/docs', '/docs/changelog', '/asyncapi.yaml']) {
         assert.equal((await request(setup.service.app).get(path)).status, 200, path);

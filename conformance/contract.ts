@@ -208,7 +208,10 @@ export class Contract {
     if (hasBody) assert.match(contentType, JSON_CONTENT_TYPE, `${context}\n  a body must be JSON`);
     if (response.status >= 400) this.assertNoInternals(response, context);
 
-    const operation = this.findOperation(method, pathname);
+    // HEAD is GET without the content (RFC 9110, 9.3.2): the GET's statuses and headers, no body.
+    const head = method.toUpperCase() === 'HEAD';
+    if (head) assert.equal(response.text, '', `${context}\n  a HEAD response has no body`);
+    const operation = this.findOperation(method, pathname) ?? (head ? this.findOperation('GET', pathname) : undefined);
     const underApi = pathname === '/api/v1' || pathname.startsWith('/api/v1/');
     let responsePointer: string;
     if (operation) {
@@ -224,11 +227,12 @@ export class Contract {
       assert.ok(name, `${context}\n  no operation matches ${method.toUpperCase()} ${pathname}; expected ${Object.keys(allowed).join(' or ')}`);
       responsePointer = `/components/responses/${name}`;
       const expectedCode = name === 'NotFound' ? 'not_found' : 'unauthorized';
-      assert.equal((response.json as JsonObject | undefined)?.error, expectedCode, `${context}\n  unknown route must answer ${expectedCode}`);
+      if (!head) assert.equal((response.json as JsonObject | undefined)?.error, expectedCode, `${context}\n  unknown route must answer ${expectedCode}`);
     }
 
     const { node: documented, pointer } = this.resolve({ $ref: `#${responsePointer}` }, responsePointer);
     this.assertHeaders(documented, pointer, response, context, underApi);
+    if (head) return;
 
     const media = documented.content as JsonObject | undefined;
     if (!media || Object.keys(media).length === 0) {

@@ -124,6 +124,24 @@ forEachTarget((target: Target) => {
       assert.ok(report.processing.purposes.length > 0 && report.processing.retention.length > 0);
     });
 
+    it('access and export with @, : and / unencoded in the query (RFC 3986 allows them there): found, or not found, never refused [op:gdprAccess 404 not_found] [op:gdprExport 404 not_found]', async function () {
+      requireKey(this, target, 'gdpr');
+      const reference = randomReference('conformance-gdpr/2026:loan@');
+      const verification = await realCreator(reference);
+      for (const operation of ['access', 'export']) {
+        // Written into the request as they are: URLSearchParams would percent-encode them.
+        const found = await target.api.get(`/api/v1/gdpr/${operation}?obligor_id=${reference}`, { key: 'gdpr' });
+        assert.equal(found.status, 200, `${operation}: ${found.text}`);
+        const report = operation === 'access' ? (found.json as AccessReport) : (found.json as { report: AccessReport }).report;
+        assert.deepEqual(
+          report.verifications.map((v) => v.verification.verification_id),
+          [verification.verification_id],
+        );
+        const nobody = `nobody.${randomReference('')}@example.com`;
+        assertError(await target.api.get(`/api/v1/gdpr/${operation}?email=${nobody}`, { key: 'gdpr' }), 404, 'not_found');
+      }
+    });
+
     it('export: the same content as a download with a format version', async function () {
       requireKey(this, target, 'gdpr');
       const reference = randomReference('conformance-gdpr-');

@@ -18,6 +18,18 @@ forEachTarget((target) => {
       assert.deepEqual(response.json, { status: 'ready', database: 'reachable' });
     });
 
+    it('HEAD /healthz, /readyz and /.well-known/jwks.json answer as their GET without the body, as load balancers probe [op:getTapeSigningKeys 200]', async () => {
+      for (const path of ['/healthz', '/readyz', '/.well-known/jwks.json']) {
+        const get = await target.api.get(path, { key: null });
+        const head = await target.api.request('HEAD', path, { key: null });
+        assert.equal(head.status, 200, `HEAD ${path}`);
+        assert.equal(head.text, '', `HEAD ${path} has no body`);
+        for (const header of ['content-type', 'content-length', 'cache-control']) {
+          assert.equal(head.headers.get(header), get.headers.get(header), `HEAD ${path}: ${header}`);
+        }
+      }
+    });
+
     it('the probes and the signing keys are not rate limited: no X-RateLimit-* headers, on a 200 or on a refused query [op:getHealth 400 validation_error] [op:getReadiness 400 validation_error] [op:getTapeSigningKeys 400 validation_error]', async () => {
       for (const path of ['/healthz', '/readyz', '/.well-known/jwks.json', '/healthz?verbose=1', '/readyz?verbose=1', '/.well-known/jwks.json?verbose=1']) {
         const response = await target.api.get(path, { key: null });

@@ -6,7 +6,8 @@ import { runAdmin } from '../src/admin/run-admin.ts';
 import { configuredProviders } from '../src/consent/providers.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { listOperations, loadApiDocument } from '../src/platform/http/api-document.ts';
-import { processRegistry } from '../src/platform/metrics/metrics.ts';
+import { countVerificationMove, FINAL_STATUSES, processRegistry } from '../src/platform/metrics/metrics.ts';
+import { TERMINAL_STATES, TRANSITIONS } from '../src/verifications/state-machine.ts';
 import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
 import { providerEnv } from './simulators/provider-env.ts';
 import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
@@ -52,8 +53,8 @@ const OPERATION_IDS = listOperations(loadApiDocument()).map((operation) => opera
  */
 const ALLOWED_LABELS: Record<string, (value: string) => boolean> = {
   operation: (v) => [...OPERATION_IDS, 'consent_pages', 'documents', 'unmatched'].includes(v),
-  status: (v) => /^[1-5][0-9]{2}$/.test(v) || ['pending_consent', 'processing', 'completed', 'failed', 'expired'].includes(v),
-  reason: (v) => ['none', 'platform_error', 'consent_revoked', 'timeout'].includes(v),
+  status: (v) => /^[1-5][0-9]{2}$/.test(v) || ['pending_consent', 'processing', 'completed', 'failed', 'expired', 'cancelled'].includes(v),
+  reason: (v) => ['none', 'platform_error', 'consent_revoked', 'timeout', 'consent_declined'].includes(v),
   scope: (v) => ['key', 'address'].includes(v),
   product_type: (v) => /^[a-z_]{2,32}$/.test(v),
   outcome: (v) => ['delivered', 'retrying', 'failed', 'done', 'ok', 'revoked', 'transient', 'permanent', 'error'].includes(v),
@@ -169,6 +170,7 @@ for (const factory of testDatabases()) {
         `test-timeout-${randomUUID()}`,
         `test-expire-${randomUUID()}`,
         `ordinary-obligor-${randomUUID()}`,
+        `cancelled-obligor-${randomUUID()}`,
       ];
       const verificationIds: string[] = [];
       for (const reference of references) {
@@ -177,6 +179,9 @@ for (const factory of testDatabases()) {
         assert.equal(created.status, 201, body);
         verificationIds.push((JSON.parse(body) as { verification_id: string }).verification_id);
       }
+      // The lender withdraws the last one: cancelled is a final status too.
+      const cancelled = await api(`/api/v1/verifications/${verificationIds.at(-1)}/cancel`, { method: 'POST' });
+      assert.equal(cancelled.status, 200, await cancelled.text());
 
       // Errors: no key, an unknown verification, a body the spec refuses, a path that does not exist.
       assert.equal((await api(`/api/v1/verifications/${verificationIds[0]}`, { apiKey: null })).status, 401);
@@ -190,11 +195,12 @@ for (const factory of testDatabases()) {
       for (let i = 0; i < 5; i++) statuses.push((await api(`/api/v1/verifications/${verificationIds[0]}`, { apiKey: limitedKey.api_key })).status);
       assert.deepEqual(statuses, [200, 200, 200, 429, 429]);
 
-      // Six verifications reach a final status (the ordinary one waits for its creator); the events of
-      // each reach both endpoints, the first after one retry, the second never.
+      // Six sandbox verifications reach a final status and the cancelled one is final at once (the
+      // ordinary one waits for its creator); the events of the six reach both endpoints, the first
+      // after one retry, the second never.
       await waitFor('every sandbox verification to finish', async () => {
         const { samples } = await scrape();
-        return total(samples, 'civ_verifications_finished_total') >= 6;
+        return total(samples, 'civ_verifications_finished_total') >= 7;
       });
       // Counted once the sender has the receiver's answer, which is after the receiver records the request.
       await waitFor('deliveries to both endpoints', async () => {
@@ -208,7 +214,8 @@ for (const factory of testDatabases()) {
 
       const { text, samples } = await scrape();
       const count = (labels: Record<string, string>) => total(samples, 'civ_http_request_duration_seconds_count', labels);
-      assert.equal(count({ operation: 'createVerification', status: '201' }), 7);
+      assert.equal(count({ operation: 'createVerification', status: '201' }), 8);
+      assert.equal(count({ operation: 'cancelVerification', status: '200' }), 1);
       assert.equal(count({ operation: 'createVerification', status: '400' }), 1);
       assert.equal(count({ operation: 'createWebhook', status: '201' }), 2);
       assert.equal(count({ operation: 'getVerification', status: '401' }), 1);
@@ -219,19 +226,21 @@ for (const factory of testDatabases()) {
       assert.equal(count({ operation: 'getHealth', status: '404' }), 0);
       assert.ok(count({ operation: 'getReadiness', status: '200' }) >= 1, 'the start-up probe');
       const seconds = total(samples, 'civ_http_request_duration_seconds_sum', { operation: 'createVerification', status: '201' });
-      assert.ok(seconds > 0 && seconds / 7 < 5, `mean create latency ${seconds / 7} s`);
+      assert.ok(seconds > 0 && seconds / 8 < 5, `mean create latency ${seconds / 8} s`);
       // Histogram buckets are cumulative and end with every request.
-      assert.equal(total(samples, 'civ_http_request_duration_seconds_bucket', { operation: 'createVerification', status: '201', le: '+Inf' }), 7);
+      assert.equal(total(samples, 'civ_http_request_duration_seconds_bucket', { operation: 'createVerification', status: '201', le: '+Inf' }), 8);
 
       assert.equal(total(samples, 'civ_rate_limit_refusals_total', { scope: 'key' }), 2);
-      assert.equal(total(samples, 'civ_verifications_created_total'), 7);
+      assert.equal(total(samples, 'civ_verifications_created_total'), 8);
       assert.equal(total(samples, 'civ_verifications_created_total', { status: 'completed' }), 1);
-      assert.equal(total(samples, 'civ_verifications_created_total', { status: 'pending_consent' }), 6);
+      assert.equal(total(samples, 'civ_verifications_created_total', { status: 'pending_consent' }), 7);
       assert.equal(total(samples, 'civ_verifications_finished_total', { status: 'completed', reason: 'none' }), 2);
       assert.equal(total(samples, 'civ_verifications_finished_total', { status: 'failed', reason: 'platform_error' }), 1);
       assert.equal(total(samples, 'civ_verifications_finished_total', { status: 'failed', reason: 'consent_revoked' }), 1);
       assert.equal(total(samples, 'civ_verifications_finished_total', { status: 'failed', reason: 'timeout' }), 1);
       assert.equal(total(samples, 'civ_verifications_finished_total', { status: 'expired', reason: 'none' }), 1);
+      assert.equal(total(samples, 'civ_verifications_finished_total', { status: 'cancelled', reason: 'none' }), 1);
+      assert.equal(total(samples, 'civ_verifications_finished_total'), 7);
       assert.equal(total(samples, 'civ_tape_scoring_duration_seconds_count'), 2);
 
       // Six events to each endpoint: six delivered (one after a retry), six waiting for their third attempt.
@@ -285,6 +294,25 @@ for (const factory of testDatabases()) {
     });
   });
 }
+
+describe('verification moves', () => {
+  const finished = async (status: string, reason: string) =>
+    total(parseExposition(await processRegistry.getSingleMetricAsString('civ_verifications_finished_total')), 'civ_verifications_finished_total', {
+      status,
+      reason,
+    });
+
+  it('counts as finished exactly the final states of the state table, cancelled among them', async () => {
+    assert.deepEqual([...FINAL_STATUSES].sort(), [...TERMINAL_STATES].sort());
+    for (const transition of TRANSITIONS.filter((t) => TERMINAL_STATES.includes(t.to))) {
+      for (const reason of transition.reasons ?? [null]) {
+        const before = await finished(transition.to, reason ?? 'none');
+        countVerificationMove(transition.from, transition.to, reason);
+        assert.equal(await finished(transition.to, reason ?? 'none'), before + 1, `${transition.from ?? 'new'} -> ${transition.to} (${reason ?? 'none'})`);
+      }
+    }
+  });
+});
 
 describe('provider call metrics', function () {
   this.timeout(30_000);

@@ -110,8 +110,12 @@ for (const factory of testDatabases()) {
     }
 
     /** A verification run to completion in the sandbox. */
-    async function completed(api: Awaited<ReturnType<typeof lender>>['api']): Promise<string> {
-      const created = await api.post('/verifications', { obligor_reference: `test-complete-${randomUUID().slice(0, 8)}`, creator_platforms: ['youtube'] });
+    async function completed(api: Awaited<ReturnType<typeof lender>>['api'], productType = 'rbf'): Promise<string> {
+      const created = await api.post('/verifications', {
+        obligor_reference: `test-complete-${randomUUID().slice(0, 8)}`,
+        creator_platforms: ['youtube'],
+        product_type: productType,
+      });
       assert.equal(created.status, 201, created.text);
       clock.advance(5_000);
       await service.jobs.runDue();
@@ -239,6 +243,30 @@ for (const factory of testDatabases()) {
       assert.match(download.headers['content-disposition']!, /attachment/);
       const apiTape = await a.api.get(`/verifications/${id}/tape?schema_version=1.0.0`);
       assert.deepEqual(JSON.parse(download.text), apiTape.body);
+    });
+
+    it('offers the tape download only at the schema versions the tape can be rendered at, each of which downloads', async () => {
+      const a = await lender();
+      const { agent } = await signIn(a.viewer);
+      const offered = async (id: string) => {
+        const page = await agent.get(`/dashboard/verifications/${id}`);
+        assert.equal(page.status, 200);
+        const select = /<select id="schema_version" name="schema_version">(.*?)<\/select>/s.exec(page.text)?.[1] ?? '';
+        return [...select.matchAll(/<option[^>]*>([^<]+)<\/option>/g)].map((m) => m[1]!);
+      };
+      const cases = [
+        ['rbf', ['2.0.0', '1.2.0', '1.1.0', '1.0.0']],
+        ['murabaha', ['2.0.0']],
+        ['hpp', ['2.0.0']],
+      ] as const;
+      for (const [productType, versions] of cases) {
+        const id = await completed(a.api, productType);
+        assert.deepEqual(await offered(id), versions, productType);
+        for (const version of versions) {
+          const download = await agent.get(`/dashboard/verifications/${id}/tape.json?schema_version=${version}`);
+          assert.equal(download.status, 200, `${productType} at ${version}`);
+        }
+      }
     });
 
     it('lets a viewer read but not change, and an admin replay a failed delivery (a new delivery, the log shows it)', async () => {

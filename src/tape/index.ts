@@ -1,6 +1,6 @@
 // Public surface of the Risk Tape engine. Pure: no I/O, no clock, no framework.
 export { computeTape, type ComputeOptions, type RiskTape } from './compute-tape.ts';
-export { renderTape, rendersAsStored, TapeVersionUnsupported, FIELDS_SINCE, type RenderedTapes } from './render.ts';
+export { renderTape, renderableVersions, rendersAsStored, TapeVersionUnsupported, FIELDS_SINCE, type RenderedTapes } from './render.ts';
 export {
   convertToEuro,
   DEFAULT_RATE_TABLE,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { computeTape } from './compute-tape.ts';
-import { SCHEMA_VERSIONS, type SchemaVersion } from './income.ts';
-import { renderTape, TapeVersionUnsupported } from './render.ts';
+import { PRODUCT_TYPES, SCHEMA_VERSIONS, type SchemaVersion } from './income.ts';
+import { renderableVersions, renderTape, TapeVersionUnsupported } from './render.ts';
 import { syntheticTapeInput } from './synthetic-creators.ts';
 import { NOW, schemaErrors } from '../../test/support/tape.ts';
 
@@ -52,6 +52,24 @@ describe('tape/render', () => {
         (e: unknown) => e instanceof TapeVersionUnsupported && e.productType === 'murabaha' && e.version === version && /added in 2\.0\.0/.test(e.message),
       );
     assert.throws(() => renderTape(plain, '3.0.0' as SchemaVersion), RangeError);
+  });
+
+  it('names, for each product type, exactly the versions its tape renders at', () => {
+    for (const productType of PRODUCT_TYPES) {
+      const tape = computeTape(syntheticTapeInput('demo_prime_multi', { ...base, productType }), { now: NOW });
+      const renders = SCHEMA_VERSIONS.filter((version) => {
+        try {
+          renderTape(tape, version);
+          return true;
+        } catch (error) {
+          if (error instanceof TapeVersionUnsupported) return false;
+          throw error;
+        }
+      });
+      assert.deepEqual(renderableVersions(productType), renders, productType);
+    }
+    assert.deepEqual(renderableVersions('hpp'), ['2.0.0']);
+    assert.deepEqual(renderableVersions('rbf'), SCHEMA_VERSIONS);
   });
 
   it('does not change the tape it renders', () => {

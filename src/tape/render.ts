@@ -35,6 +35,11 @@ export class TapeVersionUnsupported extends Error {
   }
 }
 
+/** The versions a tape of this product type can be rendered at (P6), oldest first: renderTape refuses the others. */
+export function renderableVersions(productType: ProductType): readonly SchemaVersion[] {
+  return V1_PRODUCT_TYPES.has(productType) ? SCHEMA_VERSIONS : SCHEMA_VERSIONS.filter((version) => versionAtLeast(version, '2.0.0'));
+}
+
 function omitLater<T extends object>(obj: T, since: Readonly<Record<string, SchemaVersion>>, version: SchemaVersion): T {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(obj)) if (!(k in since) || versionAtLeast(version, since[k]!)) out[k] = v;

@@ -452,10 +452,13 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description The closed catalogue of error codes (service description, section 7).
+         * @description The closed catalogue of error codes (service description, section 7), and
+         *     `request_timeout` (408): a request whose headers or body did not arrive in time, answered
+         *     before it reaches any operation. Clients must tolerate codes they do not know and act on
+         *     the HTTP status.
          * @enum {string}
          */
-        ErrorCode: "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "duplicate_request" | "unprocessable" | "rate_limited" | "internal_error" | "service_unavailable";
+        ErrorCode: "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "request_timeout" | "duplicate_request" | "unprocessable" | "rate_limited" | "internal_error" | "service_unavailable";
         /** @description Every error response. `details` lists the offending fields of a `validation_error` or `bad_request`. */
         Error: {
             error: components["schemas"]["ErrorCode"];
@@ -1416,9 +1419,16 @@ export interface components {
         WebhookIdPath: string;
         /** @description Page size, 1 to 100. */
         Limit: number;
-        /** @description The creator's email as known from a connected platform account. */
+        /**
+         * @description The creator's email as known from a connected platform account. `@` may be sent as it is
+         *     (`?email=ana.creator@example.com`); a `+` must be sent as `%2B`, since a `+` in a query
+         *     string stands for a space.
+         */
         GdprEmail: components["schemas"]["Email"];
-        /** @description The `obligor_reference` the lender used. */
+        /**
+         * @description The `obligor_reference` the lender used. Reserved characters such as `@`, `:` and `/` may be
+         *     sent unencoded; `&`, `#`, `+` and `%` must be percent-encoded.
+         */
         GdprObligorId: components["schemas"]["ObligorReference"];
     };
     requestBodies: never;
@@ -1468,7 +1478,10 @@ export interface operations {
                 starting_after?: string;
                 /** @description Only verifications in this state. */
                 status?: components["schemas"]["VerificationStatus"];
-                /** @description Only verifications for this exact obligor reference. */
+                /**
+                 * @description Only verifications for this exact obligor reference. Reserved characters such as `@`,
+                 *     `:` and `/` may be sent unencoded; `&`, `#`, `+` and `%` must be percent-encoded.
+                 */
                 obligor_reference?: components["schemas"]["ObligorReference"];
                 /** @description Only verifications of this product type. */
                 product_type?: components["schemas"]["ProductTypeV2"];
@@ -2044,9 +2057,16 @@ export interface operations {
     gdprAccess: {
         parameters: {
             query?: {
-                /** @description The creator's email as known from a connected platform account. */
+                /**
+                 * @description The creator's email as known from a connected platform account. `@` may be sent as it is
+                 *     (`?email=ana.creator@example.com`); a `+` must be sent as `%2B`, since a `+` in a query
+                 *     string stands for a space.
+                 */
                 email?: components["parameters"]["GdprEmail"];
-                /** @description The `obligor_reference` the lender used. */
+                /**
+                 * @description The `obligor_reference` the lender used. Reserved characters such as `@`, `:` and `/` may be
+                 *     sent unencoded; `&`, `#`, `+` and `%` must be percent-encoded.
+                 */
                 obligor_id?: components["parameters"]["GdprObligorId"];
             };
             header?: never;
@@ -2079,9 +2099,16 @@ export interface operations {
     gdprExport: {
         parameters: {
             query?: {
-                /** @description The creator's email as known from a connected platform account. */
+                /**
+                 * @description The creator's email as known from a connected platform account. `@` may be sent as it is
+                 *     (`?email=ana.creator@example.com`); a `+` must be sent as `%2B`, since a `+` in a query
+                 *     string stands for a space.
+                 */
                 email?: components["parameters"]["GdprEmail"];
-                /** @description The `obligor_reference` the lender used. */
+                /**
+                 * @description The `obligor_reference` the lender used. Reserved characters such as `@`, `:` and `/` may be
+                 *     sent unencoded; `&`, `#`, `+` and `%` must be percent-encoded.
+                 */
                 obligor_id?: components["parameters"]["GdprObligorId"];
             };
             header?: never;

@@ -8,7 +8,7 @@ import { DomainError } from '../../platform/domain-error.ts';
 import { securePage } from '../../platform/http/page-headers.ts';
 import { PLAN_QUOTAS, quotaFor, type Outcome, type RateLimits } from '../../platform/http/rate-limit.ts';
 import type { Logger } from '../../platform/logger.ts';
-import { PRODUCT_TYPES, SCHEMA_VERSIONS, type SchemaVersion } from '../../tape/index.ts';
+import { PRODUCT_TYPES, renderableVersions, SCHEMA_VERSIONS, type SchemaVersion } from '../../tape/index.ts';
 import { VERIFICATION_STATES } from '../../verifications/state-machine.ts';
 import type { VerificationLifecycle } from '../../verifications/verification-lifecycle.ts';
 import { listEndpointDeliveries, replayDelivery } from '../../webhooks/deliveries.ts';
@@ -266,7 +266,9 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     const completed = verification.status === 'completed';
     const tape = completed ? await deps.lifecycle.renderedTapeForLender(lenderId, verification.verification_id, '2.0.0') : null;
     const benchmark = completed ? await peerBenchmark(deps.benchmarks, lenderId, verification.verification_id) : null;
-    return html(res, 200, verificationPage(viewer, { verification, timeline, tape, benchmark, versions: [...SCHEMA_VERSIONS].reverse() }));
+    // Only the versions this tape can be rendered at: a 1.x of a product type added in 2.0.0 is refused (P6).
+    const versions = tape ? [...renderableVersions(tape.eligibility.product_type)].reverse() : [];
+    return html(res, 200, verificationPage(viewer, { verification, timeline, tape, benchmark, versions }));
   });
 
   router.get('/verifications/:id/tape.json', async (req, res) => {

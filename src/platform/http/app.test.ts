@@ -123,6 +123,40 @@ for (const factory of testDatabases()) {
       assert.equal(Number(known.headers['x-ratelimit-remaining']), Number(unknown.headers['x-ratelimit-remaining']) - 1);
     });
 
+    it('takes an email or an obligor reference with @, : and / unencoded in the query, as RFC 3986 allows there', async () => {
+      const lender = await lenderWithKey(setup.ctx);
+      const gdpr = await admin.createKey(setup.ctx, { lenderId: lender.lender.id, role: 'gdpr_admin' });
+      const reference = `loan/2026:${randomUUID().slice(0, 8)}@north`;
+      const created = await request(setup.service.app)
+        .post('/api/v1/verifications')
+        .auth(lender.apiKey, { type: 'bearer' })
+        .set('Idempotency-Key', randomUUID())
+        .send({ obligor_reference: reference, creator_platforms: ['youtube'] });
+      assert.equal(created.status, 201, created.text);
+      const get = (path: string, key: string) => request(setup.service.app).get(path).auth(key, { type: 'bearer' });
+
+      // Written into the request line byte for byte: supertest sends the path as given.
+      const listed = await get(`/api/v1/verifications?obligor_reference=${reference}`, lender.apiKey);
+      assert.equal(listed.status, 200, listed.text);
+      assert.deepEqual(
+        listed.body.data.map((v: { verification_id: string }) => v.verification_id),
+        [created.body.verification_id],
+      );
+      for (const operation of ['access', 'export']) {
+        const byReference = await get(`/api/v1/gdpr/${operation}?obligor_id=${reference}`, gdpr.apiKey);
+        assert.equal(byReference.status, 200, `${operation}: ${byReference.text}`);
+        // Nobody connected with this address: found by nothing, not refused for its `@`.
+        const byEmail = await get(`/api/v1/gdpr/${operation}?email=ana.creator@example.com`, gdpr.apiKey);
+        assert.equal(byEmail.status, 404, `${operation}: ${byEmail.text}`);
+        assert.equal(byEmail.body.error, 'not_found');
+      }
+      // A raw `+` is a space in a query string: the address it leaves is no email.
+      const plus = await get('/api/v1/gdpr/access?email=ana+loans@example.com', gdpr.apiKey);
+      assert.equal(plus.status, 400, plus.text);
+      assert.equal(plus.body.error, 'validation_error');
+      assert.equal((await get('/api/v1/gdpr/access?email=ana%2Bloans@example.com', gdpr.apiKey)).status, 404);
+    });
+
     /** A creation whose body lacks `obligor_reference`, sent with that Content-Type. */
     const postIncomplete = (apiKey: string, contentType: string) =>
       request(setup.service.app)
@@ -206,6 +240,22 @@ for (const factory of testDatabases()) {
       }
     });
 
+    it('serves the changelog as an HTML page rendered from docs/changelog.md, under a policy that allows no script', async () => {
+      const response = await request(setup.service.app).get('/docs/changelog');
+      assert.equal(response.status, 200);
+      assert.match(response.headers['content-type'] ?? '', /^text\/html; charset=utf-8$/);
+      assert.match(response.text, /<h1>Changelog<\/h1>/);
+      assert.match(response.text, /<h2>2026-03-19: API v1 and Risk Tape schema 1\.0\.0<\/h2>/);
+      assert.match(response.text, /<code>declared_monthly_obligations_eur<\/code>/);
+      assert.doesNotMatch(response.text, /<script|^#+ /m);
+      // A link to another file of the repository, which no route serves, is left as its text.
+      assert.doesNotMatch(response.text, /href="(?!\/|https:)/);
+      const policy = response.headers['content-security-policy'] ?? '';
+      assert.match(policy, /(^|; )default-src 'none'(;|$)/);
+      assert.match(policy, /(^|; )style-src 'sha256-[A-Za-z0-9+/]+=*'(;|$)/);
+      assert.doesNotMatch(policy, /script-src|unsafe/);
+    });
+
     it('serves the published documents only at their exact paths (strict, case-sensitive)', async () => {
       for (const path of ['/openapi.json', '/docs', '/docs/changelog', '/asyncapi.yaml']) {
         assert.equal((await request(setup.service.app).get(path)).status, 200, path);
@@ -238,6 +288,37 @@ for (const factory of testDatabases()) {
         assert.equal(response.status, 404, path);
         assert.equal(response.body.error, 'not_found', path);
       }
+    });
+
+    it('answers HEAD as the GET of the same path without its body (load balancers probe so), and only where a GET exists', async () => {
+      const { lender, apiKey } = await lenderWithKey(setup.ctx);
+      await insertVerification(setup.service, lender.id, 'vrf_headCheck000000001');
+      const app = setup.service.app;
+      for (const [path, key] of [
+        ['/healthz', null],
+        ['/readyz', null],
+        ['/.well-known/jwks.json', null],
+        ['/api/v1/verifications/vrf_headCheck000000001', apiKey],
+        ['/api/v1/verifications?limit=1', apiKey],
+      ] as const) {
+        const get = await (key ? request(app).get(path).auth(key, { type: 'bearer' }) : request(app).get(path));
+        const head = await (key ? request(app).head(path).auth(key, { type: 'bearer' }) : request(app).head(path));
+        assert.equal(get.status, 200, `GET ${path}: ${get.text}`);
+        assert.equal(head.status, 200, `HEAD ${path}`);
+        assert.equal(head.text ?? '', '', `HEAD ${path} has no body`);
+        for (const header of ['content-type', 'content-length', 'cache-control']) {
+          assert.equal(head.headers[header], get.headers[header], `HEAD ${path}: ${header}`);
+        }
+      }
+      // A HEAD is checked as its GET is: an unknown query parameter is refused, with no body either.
+      const refused = await request(app).head('/healthz?verbose=1');
+      assert.equal(refused.status, 400);
+      assert.equal(refused.text ?? '', '');
+      // No GET, no HEAD: a path with only a POST, and one the contract does not have.
+      for (const path of ['/api/v1/verifications/vrf_headCheck000000001/cancel', '/api/v1/no-such-route']) {
+        assert.equal((await request(app).head(path).auth(apiKey, { type: 'bearer' })).status, 404, `HEAD ${path}`);
+      }
+      assert.equal((await request(app).head('/healthz/')).status, 404);
     });
 
     it('refuses a gdpr_admin key on lender operations with 403', async () => {

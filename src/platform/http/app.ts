@@ -10,6 +10,7 @@ import { ApiError, noSuchRoute } from './error-catalogue.ts';
 import { BodyEncodingError, errorHandler } from './error-handler.ts';
 import type { OperationHandler } from './operation-handler.ts';
 import { documents } from './docs.ts';
+import { headAsGet } from './head-as-get.ts';
 import { matchedOperation, OPERATION_ROUTE_CHANNEL } from './matched-operation.ts';
 import { requestLog, type ObserveRequest } from './request-log.ts';
 import { rateLimitByKey, type RateLimits } from './rate-limit.ts';
@@ -235,6 +236,8 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     // The browser pages. The documents never get here: their layer answers every request it enters.
     ignorePaths: /^\/(consent|dashboard)(\/|$)/,
   }) as RequestHandler[];
+  // Each of them shown a HEAD request as its GET (head-as-get.ts).
+  for (const [index, middleware] of validator.entries()) validator[index] = headAsGet(middleware);
   const routes = new Map<string, { operation: ApiOperation; handle: RequestHandler }>();
   for (const operation of operations) {
     const handler = deps.handlers[operation.operationId];

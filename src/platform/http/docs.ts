@@ -1,7 +1,10 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import express, { type RequestHandler } from 'express';
+import express, { type RequestHandler, type Response } from 'express';
+import { Marked, type Tokens } from 'marked';
+import { BASE_CSS, escapeHtml } from '../html.ts';
 import { noSuchRoute } from './error-catalogue.ts';
 import { unframed } from './page-headers.ts';
 
@@ -41,6 +44,51 @@ const docsInit = `fetch('/openapi.json')
     window.ui = SwaggerUIBundle({ spec: spec, dom_id: '#swagger-ui', deepLinking: true });
   });`;
 
+const CHANGELOG_CSS = `${BASE_CSS}
+main { max-width: 52rem; }
+code { font-size: .92em; background: #eef0f3; padding: 0 .2em; border-radius: .2em; overflow-wrap: anywhere; }
+nav { font-size: .95rem; }
+`;
+
+/**
+ * docs/changelog.md as an HTML page. The Markdown is the repository's own file, read once at start;
+ * raw HTML in it is shown as text all the same, and a link to another repository file (which this
+ * server does not serve) is left as its text. The page runs no script: its policy allows only its
+ * own inline style, by hash.
+ */
+function changelogPage(markdown: string): { html: string; csp: string } {
+  const marked = new Marked({
+    gfm: true,
+    async: false,
+    renderer: {
+      html: ({ text }: Tokens.HTML | Tokens.Tag) => escapeHtml(text),
+      link(token: Tokens.Link) {
+        const inner = this.parser.parseInline(token.tokens);
+        if (!/^(https:\/\/|\/(?!\/))/.test(token.href)) return inner;
+        return `<a href="${escapeHtml(token.href)}">${inner}</a>`;
+      },
+    },
+  });
+  const body = marked.parse(markdown, { async: false });
+  const html = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Changelog · Creator Income Verification Service API</title>
+<style>${CHANGELOG_CSS}</style>
+</head>
+<body>
+<main>
+<nav><a href="/docs">API reference</a> · <a href="/openapi.json">OpenAPI</a> · <a href="/asyncapi.yaml">AsyncAPI (webhooks)</a></nav>
+${body}
+</main>
+</body>
+</html>`;
+  const styleHash = createHash('sha256').update(CHANGELOG_CSS).digest('base64');
+  return { html, csp: `default-src 'none'; style-src 'sha256-${styleHash}'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'` };
+}
+
 /**
  * A folder's files, for GET and HEAD. express.static would answer another method itself, with 405
  * and an empty body; here it is the app's 404 like any method the contract does not have (D7).
@@ -67,7 +115,7 @@ export function documents(apiDocument: Record<string, unknown>): RequestHandler 
   // Serialised before the validator gets the object: it annotates the document it is given.
   const openapiJson = JSON.stringify(apiDocument);
   const asyncApiYaml = readFileSync(new URL('asyncapi.yaml', specDir), 'utf8');
-  const changelog = readFileSync(new URL('../../../docs/changelog.md', import.meta.url), 'utf8');
+  const changelog = changelogPage(readFileSync(new URL('../../../docs/changelog.md', import.meta.url), 'utf8'));
   router.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(openapiJson);
   });
@@ -81,9 +129,10 @@ export function documents(apiDocument: Record<string, unknown>): RequestHandler 
   router.get('/docs', (_req, res) => {
     unframed(res).type('html').send(docsPage);
   });
-  router.get('/docs/changelog', (_req, res) => {
-    // Plain text, so that a browser shows the Markdown rather than downloading it.
-    unframed(res).type('text/plain; charset=utf-8').send(changelog);
+  router.get('/docs/changelog', (_req, res: Response) => {
+    // The docs page's headers, with a policy of its own that allows no script at all.
+    unframed(res).setHeader('Content-Security-Policy', changelog.csp);
+    res.type('html').send(changelog.html);
   });
   router.get('/docs/init.js', (_req, res) => {
     res.type('application/javascript').send(docsInit);

@@ -1,5 +1,6 @@
 /**
- * The closed error catalogue of the service description, section 7. Every error response carries
+ * The closed error catalogue of the service description, section 7, with `request_timeout` (408,
+ * answered by the HTTP server before a request reaches the app). Every error response carries
  * one of these codes with its status; `error-catalogue.test.ts` keeps this table, the `ErrorCode`
  * enum of spec/openapi.yaml and docs/errors.md identical.
  */
@@ -9,6 +10,7 @@ export const ERROR_CATALOGUE = {
   unauthorized: { status: 401, meaning: 'missing or invalid Authorization header' },
   forbidden: { status: 403, meaning: 'valid key, insufficient role' },
   not_found: { status: 404, meaning: 'resource does not exist (or belongs to another lender)' },
+  request_timeout: { status: 408, meaning: 'the request did not arrive in time' },
   duplicate_request: { status: 409, meaning: 'an Idempotency-Key was reused with a different payload' },
   unprocessable: { status: 422, meaning: 'valid request that cannot be executed' },
   rate_limited: { status: 429, meaning: 'too many requests' },

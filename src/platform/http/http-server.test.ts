@@ -34,7 +34,7 @@ describe('the HTTP server: timeouts and draining', () => {
     await once(socket, 'close');
     assert.ok(Date.now() - started < 3_000, 'the socket was held');
     assert.match(answer, /^HTTP\/1\.1 408 /);
-    assert.match(answer, /"error":"bad_request"/);
+    assert.match(answer, /"error":"request_timeout"/);
     server.close();
   });
 

@@ -64,7 +64,7 @@ export function createHttpServer(app: ServedApp, options: { rateLimits: RateLimi
     const body = JSON.stringify(
       timedOut
         ? {
-            error: 'bad_request',
+            error: 'request_timeout',
             message: `The request did not arrive in time (headers within ${timeouts.headersTimeoutMs / 1000} s, the whole request within ${timeouts.requestTimeoutMs / 1000} s).`,
           }
         : { error: 'bad_request', message: error.code === 'HPE_HEADER_OVERFLOW' ? 'Request headers are too large.' : 'Malformed HTTP request.' },

@@ -92,7 +92,8 @@ export const databaseQueryErrors = new Counter({
   registers: [processRegistry],
 });
 
-const FINAL_STATUSES = new Set(['completed', 'failed', 'expired']);
+/** The final states of the state table (verifications/state-machine.ts; test/metrics.test.ts keeps the two equal). */
+export const FINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'expired', 'cancelled']);
 const transitionChildren = new Map<string, Array<{ inc(): void }>>();
 
 /** Counts a committed move of a verification: a creation (no `from`), a finish (a final `to`), or both. */

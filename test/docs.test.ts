@@ -3,6 +3,9 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import '../src/service.ts';
+import { hotStatementsMade } from '../src/platform/db/hot-statements.ts';
+import { namedStatementsMade } from '../src/platform/db/named-statements.ts';
 import { ERASED_WITH_THE_CREATOR, KEPT_APART_AFTER_ERASURE, NO_CREATOR_DATA } from '../src/gdpr/personal-data.ts';
 import { policyKeys } from '../src/tape/eligibility/policy.ts';
 import { PRODUCT_TYPES } from '../src/tape/income.ts';
@@ -26,6 +29,9 @@ const DATABASE_NAMES = new Set([
   ...Object.entries(NO_CREATOR_DATA).flatMap(([table, columns]) => [table, ...columns]),
 ]);
 
+/** The names of the prepared statements (docs/persistence.md lists them; a test holds it to the code). */
+const STATEMENT_NAMES = new Set([...hotStatementsMade.keys(), ...namedStatementsMade.keys()]);
+
 /** A lender's policy keys (`lender policy --set key=value`, docs/scoring.md), an operator's words. */
 const POLICY_KEYS = new Set(PRODUCT_TYPES.flatMap((productType) => Object.keys(policyKeys(productType))));
 
@@ -41,6 +47,10 @@ const NOT_FIELDS = new Set([
   'wal_keep_size',
   'max_wal_size',
   'journal_size_limit',
+  'busy_timeout',
+  // The database drivers' settings (pg's statement_timeout and query_timeout).
+  'statement_timeout',
+  'query_timeout',
   // Label values of the Prometheus series.
   'consent_pages',
   'first_attempt',
@@ -72,7 +82,7 @@ function fieldNamesIn(markdown: string): string[] {
   for (const [, code] of markdown.matchAll(/`([^`\n]+)`/g)) {
     if (!/^[a-z0-9_]+(?:\.[a-z0-9_]+)*$/.test(code!)) continue;
     const segments = code!.split('.');
-    if (DATABASE_NAMES.has(segments[0]!)) continue;
+    if (DATABASE_NAMES.has(segments[0]!) || STATEMENT_NAMES.has(segments[0]!)) continue;
     for (const segment of segments) {
       if (!SNAKE_CASE.test(segment) || DATABASE_NAMES.has(segment) || POLICY_KEYS.has(segment) || NOT_FIELDS.has(segment)) continue;
       if (/^(civ|nodejs|pg)_/.test(segment)) continue;

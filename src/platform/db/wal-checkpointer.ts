@@ -72,7 +72,7 @@ type PassResult = { busy: number; log: number; checkpointed: number } | { error:
 /**
  * The checkpointer's thread: one connection of better-sqlite3, a passive checkpoint per message,
  * closed on `close`, when the thread ends itself (a preload's timer cannot keep it). It is the
- * writer's library, loaded once per process, so the same copy of SQLite (sqlite-reader.ts says why no
+ * writer's library, loaded once per process, so the same copy of SQLite (docs/persistence.md says why no
  * other may open the file). CommonJS, so it needs no file of its own in the bundle; the driver's path
  * comes from the main thread.
  */
@@ -126,7 +126,7 @@ const CLOSE_WAIT_MS = 10_000;
  * checkpoints passively every `restart.intervalMs`: it waits for no reader or writer, and the writer
  * goes on committing while it copies. Once the WAL is `restartAfterPages` long it sets
  * `restart.wanted`, and the writer, between two transactions, copies the few pages committed since
- * (sqlite-writer.ts), so that its next transaction starts the WAL again if no reader is still on it
+ * (`catchUpWal`, after a group commit), so that its next transaction starts the WAL again if no reader is still on it
  * (else it is asked again). Committed transactions are as durable as before: the WAL holds them
  * until they are copied, and SQLite's recovery reads it after a crash.
  */

@@ -24,21 +24,6 @@ for (const factory of testDatabases()) {
       assert.deepEqual(seen, [true]);
     });
 
-    it("gives each unit's transaction Knex's query methods without making them again (patches/knex)", async () => {
-      // Knex made a hundred new functions for every transaction; shared, they are the root's own.
-      const methods: unknown[] = [];
-      const queryMethodsOf = (instance: object) => [Reflect.get(instance, 'where'), Reflect.get(instance, 'insert')];
-      for (let i = 0; i < 2; i++) {
-        await inUnitOfWork(db.knex, async (unit) => {
-          const trx = transactionOf(unit);
-          methods.push(...queryMethodsOf(trx));
-          assert.equal((await trx.select('name').from('service_settings').where({ name: 'none' })).length, 0);
-        });
-      }
-      assert.deepEqual(methods, [...queryMethodsOf(db.knex), ...queryMethodsOf(db.knex)]);
-      assert.equal(new Set(methods).size, 2);
-    });
-
     it('never runs them when the work rolls back, and keeps nothing it wrote', async () => {
       let called = false;
       await assert.rejects(

@@ -15,9 +15,6 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm ci's postinstall applies these to the installed packages (patch-package): without them the
-# image would run express-openapi-validator unpatched.
-COPY patches ./patches
 RUN npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 

@@ -24,6 +24,8 @@ export interface ApiOperation {
   headerParameters: string[];
   /** Names of the query parameters whose schema is an integer (page sizes and the like). */
   integerQueryParameters: string[];
+  /** The media types of its request body (`application/json`); empty for an operation without one. */
+  requestMediaTypes: string[];
 }
 
 /** A JSON value, such as a schema in the document. */
@@ -102,6 +104,7 @@ export function listOperations(doc: ApiDocument): ApiOperation[] {
           integerQueryParameters: parameters
             .filter((p) => p.in === 'query' && typeof p.schema === 'object' && p.schema !== null && !Array.isArray(p.schema) && p.schema.type === 'integer')
             .map((p) => p.name),
+          requestMediaTypes: Object.keys(operation.requestBody?.content ?? {}),
         },
       ];
     }),

@@ -186,7 +186,8 @@ for (const factory of testDatabases()) {
 
     it('compiles no new validator for a Content-Type that differs only in what cannot change the validation', async () => {
       const { apiKey } = await lenderWithKey(setup.ctx);
-      // express-openapi-validator compiles its validators with Ajv (addSchema) on first use per key.
+      // express-openapi-validator compiles its validators with Ajv (addSchema) on first use per key,
+      // a key that holds the Content-Type it is given: content-type.ts gives it a few per operation.
       const added = countAjvSchemasAdded();
       try {
         const post = (contentType: string) => postIncomplete(apiKey, contentType);

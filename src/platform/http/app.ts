@@ -9,6 +9,7 @@ import { requireRole } from './request-context.ts';
 import { ApiError, noSuchRoute } from './error-catalogue.ts';
 import { BodyEncodingError, errorHandler } from './error-handler.ts';
 import type { OperationHandler } from './operation-handler.ts';
+import { contentTypeOfContract } from './content-type.ts';
 import { documents } from './docs.ts';
 import { headAsGet } from './head-as-get.ts';
 import { matchedOperation, OPERATION_ROUTE_CHANNEL } from './matched-operation.ts';
@@ -238,6 +239,10 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   }) as RequestHandler[];
   // Each of them shown a HEAD request as its GET (head-as-get.ts).
   for (const [index, middleware] of validator.entries()) validator[index] = headAsGet(middleware);
+  // In front of the validator, after the JSON parser has read the body by its own Content-Type: the
+  // validator is given one of a few Content-Types, so that it compiles and keeps a bounded number
+  // of validators whatever callers send (content-type.ts).
+  const validated = [contentTypeOfContract(operations), ...validator];
   const routes = new Map<string, { operation: ApiOperation; handle: RequestHandler }>();
   for (const operation of operations) {
     const handler = deps.handlers[operation.operationId];
@@ -259,7 +264,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     rateLimitByKey(deps.rateLimits, deps.config.mode),
     onlyContractRoutes(operations),
     jsonBodies,
-    ...validator,
+    ...validated,
     toOperation,
     notFound,
   ]);
@@ -282,7 +287,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   app.use(documents(apiDocument));
   for (const page of deps.pages ?? []) app.use(page.path, page.router);
   app.use(jsonBodies);
-  app.use(inSeries(validator));
+  app.use(inSeries(validated));
   app.use(toOperation);
 
   app.use(notFound);

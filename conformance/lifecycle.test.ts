@@ -423,13 +423,29 @@ forEachTarget((target) => {
     });
 
     it('the tape is 404 naming the status in every state before completion, and 200 at 2.0.0 once completed (D5)', async () => {
+      const rows = await transitionRows();
+      /** `status` and every state the state table can move it to: polls can miss a short-lived state. */
+      const reachableFrom = (status: string): string[] => {
+        const reached = new Set([status]);
+        for (let grew = true; grew;) {
+          grew = false;
+          for (const row of rows)
+            if (row.from !== null && reached.has(row.from) && !reached.has(row.to)) {
+              reached.add(row.to);
+              grew = true;
+            }
+        }
+        return [...reached];
+      };
       for (const { name, walk: seen } of await allWalks()) {
         const states = statesOf(seen.observations);
         for (const [status, response] of seen.tapes) {
-          // The tape was asked for right after `status` was seen; the verification may have moved on since.
-          const since = states.slice(states.indexOf(status));
+          // The tape was asked for right after `status` was seen; the verification may have moved on
+          // since, through states the polls did not see.
+          const observedSince = states.slice(states.indexOf(status));
+          const since = [...new Set([...observedSince, ...reachableFrom(status)])];
           if (response.status === 200) {
-            assert.ok(since.includes('completed'), `${name}: a tape while ${since.join(' → ')}`);
+            assert.ok(observedSince.includes('completed'), `${name}: a tape while ${observedSince.join(' → ')}`);
             assert.equal((response.json as { schema_version: string }).schema_version, '2.0.0');
           } else {
             assert.equal(response.status, 404, `${name} (${status}): ${response.text}`);

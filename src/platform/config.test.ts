@@ -103,7 +103,7 @@ describe('TRUST_PROXY', () => {
     assert.deepEqual(parse('loopback, 10.0.0.0/8,fd00::/8,192.0.2.1'), ['loopback', '10.0.0.0/8', 'fd00::/8', '192.0.2.1']);
   });
 
-  it('TRUST_PROXY=1, the README example, trusts the one proxy in front (it used to trust none)', async () => {
+  it('TRUST_PROXY=1, the example of docs/configuration.md, trusts the one proxy in front (it used to trust none)', async () => {
     assert.equal(await clientAddressWith(loadConfig({ TRUST_PROXY: '1' }).trustProxy), '203.0.113.7');
     assert.equal(await clientAddressWith(loadConfig({ TRUST_PROXY: 'loopback' }).trustProxy), '203.0.113.7');
     assert.notEqual(await clientAddressWith(loadConfig({}).trustProxy), '203.0.113.7', 'off by default');

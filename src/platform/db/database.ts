@@ -8,6 +8,7 @@ import { DatabaseOutageLog } from './database-outage-log.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrations } from './migrations/index.ts';
 import { knexHotStatements, postgresHotStatements, sqliteHotStatements, type HotStatements } from './hot-statements.ts';
+import { sqliteConnectionPool } from './sqlite-connections.ts';
 import { commitInGroups } from './unit-of-work.ts';
 import { AUTOCHECKPOINT_BACKSTOP_PAGES, RESTART_AFTER_PAGES, WalRestart, catchUpWal, startWalCheckpointer } from './wal-checkpointer.ts';
 
@@ -100,33 +101,35 @@ function sqliteFile(databaseUrl: string): string {
   return filename;
 }
 
-/** Knex's documented `pool.afterCreate`: runs `pragmas` on each new connection of better-sqlite3. */
-function withPragmas(pragmas: readonly string[]) {
-  return (connection: Database.Database, done: (error: Error | null, connection: Database.Database) => void) => {
-    try {
-      for (const pragma of pragmas) connection.pragma(pragma);
-      done(null, connection);
-    } catch (error) {
-      done(error as Error, connection);
-    }
-  };
+/** The pools given to Knex (`connectionPool`), which Knex does not close: the database closes them after it. */
+class ExternalPools {
+  private readonly pools: Array<{ destroy(): Promise<unknown> }> = [];
+  add<Pool extends { destroy(): Promise<unknown> }>(pool: Pool): Pool {
+    this.pools.push(pool);
+    return pool;
+  }
+  async destroy(): Promise<void> {
+    for (const pool of this.pools) await pool.destroy();
+  }
 }
 
 /**
- * The writer: Knex's own better-sqlite3 client with one connection. SQLite serialises writers
- * anyway, and with a synchronous driver a second connection of the same process waiting for the
- * first one's lock would block the event loop that the first one needs to finish.
+ * The writer: Knex's own better-sqlite3 client on one connection (sqlite-connections.ts). SQLite
+ * serialises writers anyway, and with a synchronous driver a second connection of the same process
+ * waiting for the first one's lock would block the event loop that the first one needs to finish.
  */
-function sqliteWriterConfig(databaseUrl: string): Knex.Config {
+function sqliteWriterConfig(databaseUrl: string, given: ExternalPools): Knex.Config {
   return {
     client: 'better-sqlite3',
-    connection: { filename: sqliteFile(databaseUrl) },
+    connectionPool: given.add(
+      sqliteConnectionPool(sqliteFile(databaseUrl), {
+        readonly: false,
+        pragmas: [`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`, ...SQLITE_PRAGMAS, SQLITE_WRITER_TEMP_STORE, ...SQLITE_WRITER_CHECKPOINTS],
+        max: 1,
+        acquireTimeoutMs: DATABASE_TIMEOUT_MS,
+      }),
+    ),
     useNullAsDefault: true,
-    pool: {
-      min: 1,
-      max: 1,
-      afterCreate: withPragmas([`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`, ...SQLITE_PRAGMAS, SQLITE_WRITER_TEMP_STORE, ...SQLITE_WRITER_CHECKPOINTS]),
-    },
     acquireConnectionTimeout: DATABASE_TIMEOUT_MS,
   };
 }
@@ -134,15 +137,20 @@ function sqliteWriterConfig(databaseUrl: string): Knex.Config {
 /**
  * Read connections: Knex's better-sqlite3 client, read-only (better-sqlite3's `readonly` option),
  * with SQLite's default page cache (2 MB) rather than better-sqlite3's 16 MB. WAL lets them read
- * while the writer writes. Never another SQLite library: two copies of SQLite in one process do not
- * see each other's locks, and a checkpoint of one copied pages under a reader of the other.
+ * while the writer writes. Never another SQLite library (docs/persistence.md).
  */
-function sqliteReaderConfig(databaseUrl: string, connections: number): Knex.Config {
+function sqliteReaderConfig(databaseUrl: string, connections: number, given: ExternalPools): Knex.Config {
   return {
     client: 'better-sqlite3',
-    connection: { filename: sqliteFile(databaseUrl), options: { readonly: true } },
+    connectionPool: given.add(
+      sqliteConnectionPool(sqliteFile(databaseUrl), {
+        readonly: true,
+        pragmas: [`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`, 'cache_size = -2000'],
+        max: connections,
+        acquireTimeoutMs: DATABASE_TIMEOUT_MS,
+      }),
+    ),
     useNullAsDefault: true,
-    pool: { min: 1, max: connections, afterCreate: withPragmas([`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`, 'cache_size = -2000']) },
     acquireConnectionTimeout: DATABASE_TIMEOUT_MS,
   };
 }
@@ -208,9 +216,10 @@ export function openDatabase(databaseUrl: string, options: OpenOptions = {}): Da
   const outage = options.logger ? new DatabaseOutageLog(options.logger, isDatabaseUnavailable) : null;
   const logged = (config: Knex.Config): Knex.Config => (outage ? { ...config, log: outage.knexLog() } : config);
   const walRestart = new WalRestart((error) => databaseQueryErrors.labels(queryErrorKind(error)).inc());
-  const instance = knex(logged(dialect === 'sqlite' ? sqliteWriterConfig(databaseUrl) : postgresConfig(databaseUrl)));
+  const given = new ExternalPools();
+  const instance = knex(logged(dialect === 'sqlite' ? sqliteWriterConfig(databaseUrl, given) : postgresConfig(databaseUrl)));
   const fileBacked = dialect === 'sqlite' && sqliteFilename(databaseUrl) !== ':memory:';
-  const reader = fileBacked ? knex(logged(sqliteReaderConfig(databaseUrl, SQLITE_READERS))) : instance;
+  const reader = fileBacked ? knex(logged(sqliteReaderConfig(databaseUrl, SQLITE_READERS, given))) : instance;
   const pools = [...new Set([instance, reader])];
   outage?.watch(pools);
   for (const pool of pools)
@@ -277,7 +286,13 @@ export function openDatabase(databaseUrl: string, options: OpenOptions = {}): Da
     async close() {
       // Each closed even if one before it fails; the first failure is reported.
       let failure: Error | undefined;
-      for (const closeOne of [() => checkpointer?.close(), () => hot.close(), () => reader !== instance && reader.destroy(), () => instance.destroy()]) {
+      for (const closeOne of [
+        () => checkpointer?.close(),
+        () => hot.close(),
+        () => reader !== instance && reader.destroy(),
+        () => instance.destroy(),
+        () => given.destroy(),
+      ]) {
         try {
           await closeOne();
         } catch (error) {

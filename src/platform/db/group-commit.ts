@@ -1,8 +1,9 @@
 import BetterSqlite3 from 'better-sqlite3';
 import knexModule, { type Knex } from 'knex';
 
-/** The most units one commit carries. */
+/** The most units one commit carries, and the longest a group stays open for more. */
 export const GROUP_COMMIT_MEMBERS = 32;
+const GROUP_OPEN_MS = 15;
 
 /**
  * What a group opens with: a write that changes nothing but takes SQLite's write lock at once, as
@@ -110,9 +111,7 @@ export class GroupCommit {
     this.running = true;
     try {
       while (this.queue.length > 0) {
-        const group = this.queue.splice(0, GROUP_COMMIT_MEMBERS);
-        for (const member of group) clearTimeout(member.timer);
-        await this.commit(group);
+        await this.commitGroup();
         await this.afterGroup().catch(() => undefined);
       }
     } finally {
@@ -120,15 +119,28 @@ export class GroupCommit {
     }
   }
 
-  private async commit(group: Member[]): Promise<void> {
+  /**
+   * Opens a group, runs units in it one after another as they queue, and commits it once no unit
+   * waits after a turn of the event loop, or at GROUP_COMMIT_MEMBERS units or GROUP_OPEN_MS. The
+   * turn matters: better-sqlite3 answers at once and Knex's promises resolve as microtasks, so
+   * without it a group would run and commit before any other request reached its unit of work.
+   */
+  private async commitGroup(): Promise<void> {
     const committed: Array<{ member: Member; value: unknown }> = [];
-    let next = -1;
+    let running: Member | undefined;
     let stoppedBy: unknown;
+    let locked = false;
     try {
       await this.knex.transaction(async (outer) => {
         await takeWriteLock(outer, this.lockTable);
-        for (next = 0; next < group.length; next++) {
-          const member = group[next]!;
+        locked = true;
+        const openedAt = performance.now();
+        for (let members = 0; members < GROUP_COMMIT_MEMBERS && performance.now() - openedAt < GROUP_OPEN_MS; members++) {
+          if (this.queue.length === 0) await new Promise((resolve) => setImmediate(resolve));
+          const member = this.queue.shift();
+          if (!member) break;
+          clearTimeout(member.timer);
+          running = member;
           // The unit's own error: when SQLite has rolled back everything, Knex's ROLLBACK TO fails
           // and Knex reports that failure instead.
           let own: unknown;
@@ -150,21 +162,25 @@ export class GroupCommit {
             }
             member.reject(reported);
           }
+          running = undefined;
         }
       });
     } catch (error) {
       // Knex leaves a transaction whose COMMIT failed open on the connection (a deferred constraint
       // keeps it open): ended here, so that the next group can begin.
       await this.knex.raw('ROLLBACK').catch(() => undefined);
-      if (next < 0) {
-        // No lock (another process held it past the busy timeout), or no transaction at all.
-        for (const member of group) member.reject(groupFailure(error));
+      if (!locked) {
+        // No lock (another process held it past the busy timeout), or no transaction at all: every
+        // unit waiting for it fails as it would have.
+        for (const member of this.queue.splice(0)) {
+          clearTimeout(member.timer);
+          member.reject(groupFailure(error));
+        }
         return;
       }
       for (const { member } of committed) member.reject(groupFailure(error));
-      if (stoppedBy !== undefined) group[next]!.reject(stoppedBy);
-      // Those the failure came before never ran: they go first into the next group.
-      this.queue.unshift(...group.slice(next + 1));
+      if (running && stoppedBy !== undefined) running.reject(stoppedBy);
+      // Those still queued never ran: they go into the next group.
       return;
     }
     for (const { member, value } of committed) member.resolve(value);

@@ -187,9 +187,14 @@ async function checkCoverage(rows: Awaited<ReturnType<typeof matrixRows>>): Prom
   };
   visit(mocha.suite);
   const tests = [...declared.values()];
-  const problems = coverageProblems(buildMatrix(rows, [], tests));
+  const matrix = buildMatrix(rows, [], tests);
+  const problems = coverageProblems(matrix);
   if (problems.length === 0) {
+    const testable = matrix.rows.filter((entry) => !entry.notTestable);
     console.log(`Coverage: ${rows.length} rows of the contract, ${tests.length} tests; every row has a test and every test names a row.`);
+    console.log(
+      `Depth: ${testable.filter((entry) => entry.mutants.length > 0).length} of ${testable.length} testable rows have planted defects their tests kill.`,
+    );
     return 0;
   }
   console.error(`Coverage: ${problems.length} problems (${rows.length} rows, ${tests.length} tests):\n${problems.map((p) => `  - ${p}`).join('\n')}`);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { assertError } from './assertions.ts';
 import { forEachTarget, requireKey, requireSandbox, type Target } from './harness.ts';
 import { transitionRows } from './event-contract.ts';
@@ -21,7 +22,9 @@ interface AccessReport {
     consent_session: { state: string; expires_at: string };
     state_history: Array<{ from: string | null; to: string; trigger: string; reason: string | null; at: string }>;
     platform_connections: Array<{ platform: string; account_email: string | null }>;
+    income: unknown[];
     tapes: Array<{ verification_id: string }>;
+    overlays: Array<{ overlay_id: string; verification_id: string }>;
     webhook_events: Array<{ event: string; payload: { verification_id: string } }>;
     webhook_deliveries: Array<{
       delivery_id: string;
@@ -261,6 +264,94 @@ forEachTarget((target: Target) => {
       assertError(await target.api.get(`/api/v1/verifications/${verification.verification_id}`, { key: 'lender' }), 404, 'not_found');
       assertError(await target.api.get(accessPath({ obligor_id: reference }), { key: 'gdpr' }), 404, 'not_found');
       assertError(await target.api.post('/api/v1/gdpr/erase', { key: 'gdpr', json: { obligor_id: reference } }), 404, 'not_found');
+    });
+
+    it('erase a completed creator: the receipt counts what the access report showed, and afterwards no handle of the creator answers', async function () {
+      this.timeout(60_000);
+      requireKey(this, target, 'gdpr');
+      requireSandbox(this, target);
+      const reference = randomReference('test-complete-gdpr-erase-');
+      const body = { obligor_reference: reference, creator_platforms: ['youtube', 'stripe'] };
+      const idempotencyKey = randomUUID();
+      const creation = await createVerification(target, body, { idempotencyKey });
+      assert.equal(creation.status, 201, creation.text);
+      const verification = creation.json as Verification;
+      const id = verification.verification_id;
+      assert.equal((await follow(target, id)).at(-1)!.resource.status, 'completed', 'the test-complete- verification completed');
+      const attached = await target.api.post(`/api/v1/verifications/${id}/overlays`, {
+        key: 'lender',
+        json: { type: 'credit_bureau', provider: 'Conformance Bureau', status: 'clear', observed_at: '2026-01-15T10:00:00Z', data: { score: 700 } },
+      });
+      assert.equal(attached.status, 201, attached.text);
+      const overlay = attached.json as { overlay_id: string };
+      const shown = (await target.api.get(`/api/v1/verifications/${id}`, { key: 'lender' })).json as Verification;
+
+      // What is held, as the access report and the export show it: the same, and what was made.
+      const access = await target.api.get(accessPath({ obligor_id: reference }), { key: 'gdpr' });
+      assert.equal(access.status, 200, access.text);
+      const report = access.json as AccessReport;
+      const exported = await target.api.get(exportPath({ obligor_id: reference }), { key: 'gdpr' });
+      assert.equal(exported.status, 200, exported.text);
+      assert.deepEqual((exported.json as { report: AccessReport }).report.verifications, report.verifications, 'the export holds what the access report shows');
+      assert.equal(report.verifications.length, 1);
+      const record = report.verifications[0]!;
+      assert.deepEqual(record.verification, shown, 'the verification as GET /verifications/{id} shows it');
+      assert.deepEqual(
+        record.tapes.map((t) => t.verification_id),
+        [id],
+        'its tape',
+      );
+      assert.deepEqual(
+        record.overlays.map((o) => [o.overlay_id, o.verification_id]),
+        [[overlay.overlay_id, id]],
+        'its overlay',
+      );
+      assert.deepEqual(record.platform_connections.map((c) => c.platform).sort(), ['stripe', 'youtube']);
+
+      const response = await target.api.post('/api/v1/gdpr/erase', { key: 'gdpr', json: { obligor_id: reference } });
+      assert.equal(response.status, 200, response.text);
+      const { counts } = response.json as Receipt;
+      assert.deepEqual(
+        {
+          verifications: counts.verifications,
+          tapes: counts.tapes,
+          overlays: counts.overlays,
+          platform_connections: counts.platform_connections,
+          income_records: counts.income_records,
+        },
+        {
+          verifications: 1,
+          tapes: record.tapes.length,
+          overlays: 1,
+          platform_connections: 2,
+          income_records: record.income.length,
+        },
+        'the receipt counts what was held',
+      );
+      assert.ok((counts.idempotency_records ?? 0) >= 1, "the creation's stored answer is counted");
+
+      // Every handle the creator's data had: nothing of it answers.
+      for (const path of [`/api/v1/verifications/${id}`, `/api/v1/verifications/${id}/tape`, `/api/v1/benchmarks/${id}`]) {
+        assertError(await target.api.get(path, { key: 'lender' }), 404, 'not_found');
+      }
+      assertError(await target.api.post(`/api/v1/verifications/${id}/cancel`, { key: 'lender' }), 404, 'not_found');
+      const listed = await target.api.get(`/api/v1/verifications?${new URLSearchParams({ obligor_reference: reference }).toString()}`, { key: 'lender' });
+      assert.equal(listed.status, 200, listed.text);
+      assert.deepEqual((listed.json as { data: unknown[] }).data, [], 'the list filtered by the reference is empty');
+      const page = await fetch(verification.consent_url, { redirect: 'manual' });
+      const html = await page.text();
+      assert.equal(page.status, 404, 'the consent link is unknown');
+      assert.ok(!html.includes(reference), 'the consent link shows nothing of the creator');
+      // The creation's stored answer is erased with it: the key no longer replays the erased verification.
+      const again = await createVerification(target, body, { idempotencyKey });
+      assert.equal(again.status, 201, again.text);
+      assert.notEqual((again.json as Verification).verification_id, id, 'the Idempotency-Key replayed the erased verification');
+      assert.notEqual(again.headers.get('idempotent-replayed'), 'true');
+      assert.equal(
+        (await target.api.post('/api/v1/gdpr/erase', { key: 'gdpr', json: { obligor_id: reference } })).status,
+        200,
+        'the new verification is erased too',
+      );
     });
 
     it('two erasures of one creator at the same time: one receipt and one 404', async function () {

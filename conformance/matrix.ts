@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import YAML from 'yaml';
 import { loadContract, type JsonObject } from './contract.ts';
 import { specPath } from './locate.ts';
+import { MUTANTS_BY_ROW } from './mutant-rows.ts';
 
 /**
  * The traceability matrix: one row per row of the contract's tables, each covered by the tests that
@@ -203,6 +204,12 @@ export interface TestRecord {
 export interface MatrixEntry extends MatrixRow {
   status: 'pass' | 'fail' | 'skip' | 'not run' | 'not testable' | 'uncovered';
   tests: Array<{ id: string; target: string; outcome: Outcome; skipReason?: string }>;
+  /**
+   * How deep the row's tests go: the service repository's planted defects (`npm run
+   * conformance:mutants`) that break the row's rule and that these tests kill. A row with none is
+   * covered by tests no planted defect has shown to fail.
+   */
+  mutants: string[];
 }
 
 export interface Matrix {
@@ -213,7 +220,12 @@ export interface Matrix {
   untagged: string[];
 }
 
-export function buildMatrix(rows: MatrixRow[], records: TestRecord[], declared: Array<{ id: string; rows: string[]; selfTest?: boolean }> = records): Matrix {
+export function buildMatrix(
+  rows: MatrixRow[],
+  records: TestRecord[],
+  declared: Array<{ id: string; rows: string[]; selfTest?: boolean }> = records,
+  mutantsByRow: Readonly<Record<string, readonly string[]>> = MUTANTS_BY_ROW,
+): Matrix {
   const known = new Set(rows.map((r) => r.id));
   const unknownRows: Matrix['unknownRows'] = [];
   const untagged = new Set<string>();
@@ -235,7 +247,7 @@ export function buildMatrix(rows: MatrixRow[], records: TestRecord[], declared: 
     else if (r.notTestable) status = 'not testable';
     else if (declaredFor.has(r.id)) status = 'not run';
     else status = 'uncovered';
-    return { ...r, status, tests };
+    return { ...r, status, tests, mutants: [...(mutantsByRow[r.id] ?? [])] };
   });
   return { rows: entries, unknownRows: dedupe(unknownRows), untagged: [...untagged] };
 }
@@ -266,10 +278,16 @@ export function matrixMarkdown(matrix: Matrix, heading: string): string {
   const counts = new Map<string, number>();
   for (const entry of matrix.rows) counts.set(entry.status, (counts.get(entry.status) ?? 0) + 1);
   lines.push(`${matrix.rows.length} rows: ${[...counts].map(([status, n]) => `${n} ${status}`).join(', ')}.`, '');
+  const testable = matrix.rows.filter((entry) => !entry.notTestable);
+  const withMutants = testable.filter((entry) => entry.mutants.length > 0);
+  lines.push(
+    `Depth: ${withMutants.length} of ${testable.length} testable rows have planted defects their tests kill (${withMutants.reduce((n, e) => n + e.mutants.length, 0)} in all, column Mutants: \`npm run conformance:mutants\` in the service repository).`,
+    '',
+  );
   for (const kind of ROW_KINDS) {
     const entries = matrix.rows.filter((entry) => entry.kind === kind);
     if (entries.length === 0) continue;
-    lines.push(`## ${kind}`, '', '| Row | What | Status | Tests |', '|---|---|---|---|');
+    lines.push(`## ${kind}`, '', '| Row | What | Status | Tests | Mutants |', '|---|---|---|---|---|');
     for (const entry of entries) {
       const tests =
         entry.tests.length > 0
@@ -279,7 +297,8 @@ export function matrixMarkdown(matrix: Matrix, heading: string): string {
           : entry.notTestable
             ? escapeCell(entry.notTestable)
             : '';
-      lines.push(`| \`${entry.id}\` | ${escapeCell(entry.description)} | ${entry.status} | ${tests} |`);
+      const mutants = entry.mutants.map((id) => `\`${id}\``).join('<br>');
+      lines.push(`| \`${entry.id}\` | ${escapeCell(entry.description)} | ${entry.status} | ${tests} | ${mutants} |`);
     }
     lines.push('');
   }

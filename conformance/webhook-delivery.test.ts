@@ -300,12 +300,23 @@ forEachTarget((target) => {
       if (target.webhooks.retryScheduleSeconds.length < 2) {
         skipBecause(this, 'a schedule of one attempt leaves no delivery pending');
       }
-      const { path, webhook } = await session.registerReceiver('pending', ['verification.completed']);
+      const endpoint = await session.registerReceiver('pending', ['verification.completed']);
+      const { path, webhook } = endpoint;
       session.receiver.answerAlways(path, 500);
       const verification = await session.createVerification(synthetic);
       const [first] = await session.receiver.waitForCount(path, 1, attemptWaitMs(target, 1));
       const deliveryId = header(first!, 'x-service-delivery')!;
       assertError(await session.replay(webhook.webhook_id, deliveryId), 422, 'unprocessable');
+      // Once its failed first attempt is in the log, and the next one still due, it is still being
+      // attempted: refused again (not only a delivery never attempted).
+      const { delivery: attempted } = await logFor(
+        endpoint,
+        verification.verification_id,
+        (d) => d.attempts.length >= 1,
+        attemptWaitMs(target, 1),
+        'the first attempt logged',
+      );
+      if (attempted.status === 'pending') assertError(await session.replay(webhook.webhook_id, deliveryId), 422, 'unprocessable');
       const log = (await session.log(webhook.webhook_id)).filter((d) => d.verification_id === verification.verification_id);
       const delivery = log.find((d) => d.delivery_id === deliveryId);
       assert.ok(delivery, 'the delivery is in the log under its X-Service-Delivery');

@@ -15,6 +15,9 @@ export function whyNotThroughProxy(method: string, url: URL, headers: Record<str
   const head = `${method} ${url.pathname}${url.search} HTTP/1.1\r\n`.length + Object.entries(headers).reduce((sum, [n, v]) => sum + n.length + v.length + 4, 0);
   if (head > PROXY_MAX_HEADER_BYTES) return "a request head over the proxy's own limit (it answers 431 itself)";
   if (url.pathname !== posix.normalize(url.pathname)) return 'a path the proxy would normalise';
+  // The contract lists GET operations only; HEAD is HTTP's own GET without a body, which a
+  // validating proxy knows no operation for and answers itself.
+  if (method === 'HEAD') return 'a HEAD request (the contract lists its GET; the proxy answers HEAD itself)';
   const pairs = [...url.searchParams];
   const grouped = [...new Set(pairs.map(([name]) => name))].flatMap((name) => pairs.filter(([other]) => other === name));
   if (pairs.some((pair, i) => pair[0] !== grouped[i]![0] || pair[1] !== grouped[i]![1])) return 'repeated query parameters the proxy would regroup';

@@ -52,7 +52,8 @@ function rowsFor(sampled: TableRows[], verificationId: string): Array<{ table: s
       values: columns.map((column) => {
         const value = row[column];
         if (value === sample) return verificationId;
-        if (FRESH_COLUMNS.has(column) && typeof value === 'string') return `${column}_${randomBytes(12).toString('hex')}`;
+        // Fresh, and as long as the sampled value (the columns' types bound their length).
+        if (FRESH_COLUMNS.has(column) && typeof value === 'string') return randomBytes(value.length).toString('hex').slice(0, value.length);
         return value;
       }),
     })),

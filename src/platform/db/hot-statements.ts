@@ -110,7 +110,7 @@ function rowFactory(columns: string[]): (values: unknown[]) => unknown {
  * has the types it was prepared with (0A000, "cached plan must not change result type", after a
  * migration changed a column it names), or the statement is gone (26000).
  */
-export function isStalePreparedStatement(error: unknown): boolean {
+function isStalePreparedStatement(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === '26000' || code === '0A000';
 }

@@ -3,7 +3,7 @@ import type { OverlayBlock, RiskTape200 } from '../../generated/tape.ts';
 import type { PlatformIncome } from '../tape/index.ts';
 import type { ScoredTape } from './scoring.ts';
 import type { Dialect } from '../platform/db/database.ts';
-import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
+import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import { namedStatement, runNamed } from '../platform/db/named-statements.ts';
 import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platform/events/outbox.ts';
 import type { JobQueue } from '../platform/jobs/job-queue.ts';
@@ -72,12 +72,16 @@ export class VerificationStore {
   private readonly insertedHere = new Map<string, VerificationStatus>();
 
   constructor(
-    private readonly trx: Knex.Transaction,
     /** The unit of work this store writes in, for other features' writes that must commit with it. */
     readonly unit: UnitOfWork,
     private readonly collaborators: StoreCollaborators,
   ) {
     ({ dialect: this.dialect, jobs: this.jobs, outbox: this.outbox, links: this.links } = collaborators);
+  }
+
+  /** The unit's transaction, at each statement: a store kept past its unit refuses to write. */
+  private get trx(): Knex.Transaction {
+    return transactionOf(this.unit);
   }
 
   /**

@@ -90,7 +90,7 @@ export class VerificationsRepository {
   }
 
   async transaction<T>(work: (store: VerificationStore) => Promise<T>): Promise<T> {
-    return inUnitOfWork(this.knex, (unit, trx) => work(new VerificationStore(trx, unit, this.collaborators)));
+    return inUnitOfWork(this.knex, (unit) => work(new VerificationStore(unit, this.collaborators)));
   }
 
   /** A verification read outside any unit of work (commands re-read it locked before changing it). */

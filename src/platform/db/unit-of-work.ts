@@ -31,9 +31,10 @@ export function commitInGroups(knex: Knex, groupCommit: GroupCommit): void {
 /**
  * Runs `work` in one transaction, then its before-commit work, and after the commit the unit's
  * after-commit callbacks. On SQLite with group commit (group-commit.ts) the transaction is a
- * savepoint of the group's.
+ * savepoint of the group's, and the group's transaction goes on after the unit: repositories reach
+ * it through `transactionOf` at each statement, which refuses once the unit has ended.
  */
-export async function inUnitOfWork<T>(knex: Knex, work: (unit: UnitOfWork, trx: Knex.Transaction) => Promise<T>): Promise<T> {
+export async function inUnitOfWork<T>(knex: Knex, work: (unit: UnitOfWork) => Promise<T>): Promise<T> {
   const committed: Array<() => void> = [];
   const ended: Array<() => void> = [];
   const body = async (trx: Knex.Transaction): Promise<T> => {
@@ -44,10 +45,15 @@ export async function inUnitOfWork<T>(knex: Knex, work: (unit: UnitOfWork, trx: 
       afterEnd: (callback) => ended.push(callback),
     };
     transactions.set(unit, trx);
-    const result = await work(unit, trx);
-    // In the order they were asked for; a step may ask for another, which runs after it.
-    for (let i = 0; i < lastSteps.length; i++) await lastSteps[i]!();
-    return result;
+    try {
+      const result = await work(unit);
+      // In the order they were asked for; a step may ask for another, which runs after it.
+      for (let i = 0; i < lastSteps.length; i++) await lastSteps[i]!();
+      return result;
+    } finally {
+      // Closed for its own code: in a group commit the transaction goes on with other units.
+      transactions.delete(unit);
+    }
   };
   const group = groupCommits.get(knex);
   let result: T;
@@ -63,7 +69,8 @@ export async function inUnitOfWork<T>(knex: Knex, work: (unit: UnitOfWork, trx: 
 /** For repositories only: the transaction behind a unit of work. */
 export function transactionOf(unit: UnitOfWork): Knex.Transaction {
   const trx = transactions.get(unit);
-  // Work kept past its unit (a callback that outlived it) must not write outside any transaction.
+  // Work kept past its unit (a callback that outlived it) must not write outside any transaction,
+  // nor in another unit of the same group.
   if (!trx || trx.isCompleted()) throw new Error('unit of work is not open');
   return trx;
 }

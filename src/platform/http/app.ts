@@ -170,6 +170,36 @@ function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
 }
 
 /**
+ * The paths a polling lender or a creation requests (docs/persistence.md lists their statements),
+ * each validated by a validator of its own.
+ */
+export const PATHS_VALIDATED_ALONE = [
+  `${API_PREFIX}/verifications/{verification_id}`,
+  `${API_PREFIX}/verifications/{verification_id}/tape`,
+  `${API_PREFIX}/verifications`,
+];
+
+/**
+ * The validator's middlewares for a request, chosen by its path: one validator for each of
+ * PATHS_VALIDATED_ALONE, given a document with that path alone, and one for every other path.
+ * express-openapi-validator looks a request's route up by compiling the pattern of each of its
+ * document's routes in turn until one matches, on every request; with the whole contract that was
+ * about ten patterns before the status read's and cost it a quarter of its CPU (docs/performance.md,
+ * "The validator's route lookup"). With the path alone, one. Every validator has the whole
+ * contract's components; what each checks of its own paths is the same.
+ */
+function validatorByPath(document: ApiDocument, operations: ApiOperation[], validatorOf: (document: ApiDocument) => RequestHandler[]): RequestHandler {
+  const alone = PATHS_VALIDATED_ALONE.map((path) => {
+    const pattern = operations.find((operation) => operation.path === path)?.exactPath;
+    if (!pattern) throw new Error(`${path} is no path of the contract`);
+    return { pattern, validate: inSeries(validatorOf({ ...document, paths: { [path]: document.paths[path]! } })) };
+  });
+  const otherPaths = Object.fromEntries(Object.entries(document.paths).filter(([path]) => !PATHS_VALIDATED_ALONE.includes(path)));
+  const others = inSeries(validatorOf({ ...document, paths: otherPaths }));
+  return (req, res, next) => (alone.find(({ pattern }) => pattern.test(req.path))?.validate ?? others)(req, res, next);
+}
+
+/**
  * Every operation's handler in one layer, picked by the operation express-openapi-validator has
  * matched (its route lookup runs before, on every API request). A layer per operation had Express
  * match each request's path against each operation's pattern in turn, up to twenty of them, before
@@ -227,22 +257,24 @@ export function createHttpApp(deps: HttpAppDeps): Express {
     reviver: refuseLoneSurrogates,
   });
   // Its middlewares: route lookup, security, request and response validation.
-  const validator = OpenApiValidator.middleware({
-    apiSpec: apiDocument as never,
-    validateRequests: { allowUnknownQueryParameters: false },
-    validateResponses: deps.config.validateResponses ? { removeAdditional: false } : false,
-    validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req, scopes) } },
-    validateFormats: true,
-    ignoreUndocumented: false,
-    // The browser pages. The documents never get here: their layer answers every request it enters.
-    ignorePaths: /^\/(consent|dashboard)(\/|$)/,
-  }) as RequestHandler[];
-  // Each of them shown a HEAD request as its GET (head-as-get.ts).
-  for (const [index, middleware] of validator.entries()) validator[index] = headAsGet(middleware);
+  const validatorOf = (document: ApiDocument): RequestHandler[] => {
+    const validator = OpenApiValidator.middleware({
+      apiSpec: document as never,
+      validateRequests: { allowUnknownQueryParameters: false },
+      validateResponses: deps.config.validateResponses ? { removeAdditional: false } : false,
+      validateSecurity: { handlers: { bearerAuth: (req, scopes) => requireRole(req, scopes) } },
+      validateFormats: true,
+      ignoreUndocumented: false,
+      // The browser pages. The documents never get here: their layer answers every request it enters.
+      ignorePaths: /^\/(consent|dashboard)(\/|$)/,
+    }) as RequestHandler[];
+    // Each of them shown a HEAD request as its GET (head-as-get.ts).
+    return validator.map(headAsGet);
+  };
   // In front of the validator, after the JSON parser has read the body by its own Content-Type: the
   // validator is given one of a few Content-Types, so that it compiles and keeps a bounded number
   // of validators whatever callers send (content-type.ts).
-  const validated = [contentTypeOfContract(operations), ...validator];
+  const validated = [contentTypeOfContract(operations), validatorByPath(apiDocument, operations, validatorOf)];
   const routes = new Map<string, { operation: ApiOperation; handle: RequestHandler }>();
   for (const operation of operations) {
     const handler = deps.handlers[operation.operationId];

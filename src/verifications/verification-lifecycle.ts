@@ -24,6 +24,8 @@ import { findTransition, IllegalTransition, type FailureReason, type Transition,
 import { tapeUpdatedEvent, transitionEvent } from './verification-events.ts';
 import {
   toResource,
+  type ConnectionStatus,
+  type NewVerification,
   type VerificationListFilter,
   type VerificationRecord,
   type VerificationResource,
@@ -575,12 +577,17 @@ export class VerificationLifecycle {
       tapeSchemaVersion: null,
     };
     const sandbox = this.deps.config.mode === 'sandbox';
-    // Inserted in the state its creation move leads to (the move checks it and does not update it).
-    const insertAs = async (inserted: VerificationRecord, connections: 'connected' | 'not_connected') => {
-      await store.insert(
-        { ...inserted, consentToken, consentTokenHash: sha256Hex(consentToken) },
-        record.creatorPlatforms.map((platform) => ({ platform, status: connections })),
-      );
+    const insertAs = async (
+      inserted: VerificationRecord,
+      connections: 'connected' | 'not_connected',
+      trigger: 'created' | 'created_synthetic',
+      tape?: ScoredTape,
+    ) => {
+      await createVerification(store, { ...inserted, consentToken, consentTokenHash: sha256Hex(consentToken) }, trigger, {
+        at: now,
+        connections: record.creatorPlatforms.map((platform) => ({ platform, status: connections })),
+        tape,
+      });
       return new Map(record.creatorPlatforms.map((platform) => [platform, connections]));
     };
 
@@ -588,13 +595,11 @@ export class VerificationLifecycle {
       // Section 3: a synthetic creator completes at creation, with its tape and its event.
       const tape = scoreVerification(record, sandboxIncome(record, now), profile, now);
       const completed: VerificationRecord = { ...record, status: 'completed', completedAt: record.createdAt, tapeSchemaVersion: tape.tape.schema_version };
-      const connections = await insertAs(completed, 'connected');
-      await moveVerification(store, null, 'created_synthetic', { at: now, tape, subject: record });
-      // What the move stored, answered without reading it back (the creation's hot path).
+      const connections = await insertAs(completed, 'connected', 'created_synthetic', tape);
+      // What the creation stored, answered without reading it back (the creation's hot path).
       return toResource(completed, connections);
     }
-    const connections = await insertAs(record, 'not_connected');
-    await moveVerification(store, null, 'created', { at: now, subject: record });
+    const connections = await insertAs(record, 'not_connected', 'created');
     const steps = sandbox ? sandboxSteps(record.obligorReference) : null;
     if (steps) {
       const runAt = new Date(now.getTime() + stepDelayMs(steps[0]!, this.deps.config.sandboxCompleteDelayMs));
@@ -661,6 +666,50 @@ async function claimIdempotencyKey<Answer>(
     throw new DomainError('conflict', `Idempotency-Key ${idempotencyKey} was already used with a different payload.`);
   }
   return { body: previous.responseBody as Answer, verificationId: previous.verificationId };
+}
+
+/**
+ * The first move of a verification, its creation: the row, inserted in the state the move leads to
+ * with that move's columns, its platform connections, the transition and, when the move emits one,
+ * its event and tape, written together (`VerificationStore.insertCreation`). A trigger that is no
+ * creation throws IllegalTransition. Only the lifecycle calls it.
+ */
+export async function createVerification(
+  store: VerificationStore,
+  verification: NewVerification,
+  trigger: 'created' | 'created_synthetic',
+  change: { at: Date; connections: Array<{ platform: Platform; status: ConnectionStatus }>; tape?: ScoredTape },
+): Promise<void> {
+  const transition = findTransition(null, trigger);
+  if (!transition) throw new IllegalTransition(null, trigger);
+  if (transition.to !== verification.status) throw new Error(`a ${trigger} creation is inserted ${transition.to}, not ${verification.status}`);
+  if ((transition.emits === null) !== (change.tape === undefined)) throw new Error(`a ${trigger} creation ${change.tape ? 'has no' : 'needs a'} tape`);
+  const at = change.at.toISOString();
+  const eventId = newId('evt');
+  await store.insertCreation({
+    verification,
+    connections: change.connections,
+    transition,
+    at,
+    completion:
+      transition.emits && change.tape
+        ? {
+            tape: change.tape,
+            event: {
+              id: eventId,
+              name: transition.emits,
+              body: transitionEvent(
+                transition.emits,
+                eventId,
+                { verificationId: verification.id, obligorReference: verification.obligorReference },
+                at,
+                undefined,
+              ),
+            },
+          }
+        : undefined,
+  });
+  store.unit.afterCommit(() => countVerificationMove(transition.from, transition.to, null));
 }
 
 /**

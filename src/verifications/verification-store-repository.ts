@@ -4,11 +4,11 @@ import type { PlatformIncome } from '../tape/index.ts';
 import type { ScoredTape } from './scoring.ts';
 import type { Dialect } from '../platform/db/database.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
-import { namedStatement, runNamed } from '../platform/db/named-statements.ts';
+import { namedStatement, runNamed, type NamedStatement } from '../platform/db/named-statements.ts';
 import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platform/events/outbox.ts';
 import type { JobQueue } from '../platform/jobs/job-queue.ts';
 import type { LifecycleJobKind, LifecycleJobPayloads } from './lifecycle-jobs.ts';
-import type { FailureReason, Transition, VerificationStatus } from './state-machine.ts';
+import type { FailureReason, Transition } from './state-machine.ts';
 import {
   overlaysIn,
   resourceIn,
@@ -60,6 +60,40 @@ const STORE_IDEMPOTENT_RESPONSE = namedStatement(
 );
 
 /**
+ * A creation's rows as one statement, on PostgreSQL: the verification, its platform connections, its
+ * first transition and, for a creation that completes at once (a synthetic creator's), its tape and
+ * its event. A data-modifying WITH written as one statement on purpose: these were five of a
+ * creation's seventeen round trips, and each costs the event loop a socket write and a wake of the
+ * server (docs/persistence.md, "Named statements"). It fails as one statement, at its `await`,
+ * with PostgreSQL's `table` and `constraint` of the row refused. SQLite has no data-modifying WITH:
+ * there the same statements run one by one. One statement per number of platforms.
+ */
+function creationStatement(platforms: number, completed: boolean): NamedStatement {
+  const connections = `insert into "platform_connections" ("verification_id", "platform", "status", "updated_at", "revoked_at") values ${Array.from({ length: platforms }, () => '(?, ?, ?, ?, ?)').join(', ')}`;
+  const steps = [`"verification" as (${INSERT_VERIFICATION.sql})`, `"connections" as (${connections})`];
+  if (completed) steps.push(`"tape" as (${UPSERT_TAPE.sql})`, `"transition" as (${INSERT_TRANSITION.sql})`);
+  return namedStatement(
+    `insert_${completed ? 'completed_' : ''}creation_${platforms}`,
+    `with ${steps.join(', ')} ${completed ? INSERT_EVENT.sql : INSERT_TRANSITION.sql}`,
+  );
+}
+
+const CREATION_STATEMENTS = new Map(
+  [1, 2].flatMap((platforms) => [false, true].map((completed) => [`${platforms}:${completed}`, creationStatement(platforms, completed)] as const)),
+);
+
+/** What a creation writes (`VerificationStore.insertCreation`). */
+export interface Creation {
+  /** In the state its creation move leads to, with that move's columns (`completed_at`, `tape_schema_version`). */
+  verification: NewVerification;
+  connections: Array<{ platform: Platform; status: ConnectionStatus }>;
+  transition: Transition;
+  at: string;
+  /** A creation that completes at once: its tape and its event. */
+  completion?: { tape: ScoredTape; event: { id: string; name: EventName; body: EventBody<EventName> } };
+}
+
+/**
  * Reads and writes of one unit of work. Everything a state change triggers (transition row, event,
  * tape, jobs) goes through one store so it commits or rolls back together.
  */
@@ -68,8 +102,6 @@ export class VerificationStore {
   private readonly jobs: JobQueue;
   private readonly outbox: EventOutbox;
   private readonly links: ConsentLinks;
-  /** The verifications this unit inserted, with the status each was inserted in. */
-  private readonly insertedHere = new Map<string, VerificationStatus>();
 
   constructor(
     /** The unit of work this store writes in, for other features' writes that must commit with it. */
@@ -85,12 +117,13 @@ export class VerificationStore {
   }
 
   /**
-   * Inserts a new verification in the state its creation move leads to, with that move's columns
-   * (`completed_at`, `tape_schema_version`), so the move (applyStatus) need not update the row again.
+   * A new verification with its platform connections, its first transition and, when it completes
+   * at once, its tape and event (`Creation`); then the tape's listeners and the event's subscribers
+   * are told, as for any tape and event.
    */
-  async insert(verification: NewVerification, connections: Array<{ platform: Platform; status: ConnectionStatus }>): Promise<void> {
-    this.insertedHere.set(verification.id, verification.status);
-    await runNamed(this.trx, INSERT_VERIFICATION, [
+  async insertCreation(creation: Creation): Promise<void> {
+    const { verification, connections, transition, at, completion } = creation;
+    const row = [
       verification.id,
       verification.lenderId,
       verification.obligorReference,
@@ -107,8 +140,44 @@ export class VerificationStore {
       verification.createdAt,
       verification.completedAt,
       verification.tapeSchemaVersion,
-    ]);
-    await this.setConnections(verification.id, connections, verification.createdAt);
+    ];
+    const tape = completion && [verification.id, JSON.stringify(completion.tape.tape), at, JSON.stringify(completion.tape.platforms)];
+    const transitionRow = [verification.id, transition.from, transition.to, transition.trigger, null, at];
+    const eventBody = completion && JSON.stringify(completion.event.body);
+    const eventRow = completion && [completion.event.id, verification.lenderId, verification.id, completion.event.name, eventBody!, at];
+    let sequence: number | string | undefined;
+    const statement = this.dialect === 'postgres' ? CREATION_STATEMENTS.get(`${connections.length}:${completion !== undefined}`) : undefined;
+    if (statement) {
+      const connectionRows = connections.flatMap((c) => [verification.id, c.platform, c.status, verification.createdAt, null]);
+      const [inserted] = await runNamed<{ sequence: number | string }>(this.trx, statement, [
+        ...row,
+        ...connectionRows,
+        ...(tape ?? []),
+        ...(completion ? transitionRow : []),
+        ...(eventRow ?? transitionRow),
+      ]);
+      sequence = inserted?.sequence;
+    } else {
+      await runNamed(this.trx, INSERT_VERIFICATION, row);
+      await this.setConnections(verification.id, connections, verification.createdAt);
+      if (tape) await runNamed(this.trx, UPSERT_TAPE, tape);
+      await runNamed(this.trx, INSERT_TRANSITION, transitionRow);
+      if (eventRow) sequence = (await runNamed<{ sequence: number | string }>(this.trx, INSERT_EVENT, eventRow))[0]?.sequence;
+    }
+    if (!completion) return;
+    for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, completion.tape.tape);
+    await this.outbox.publish(
+      {
+        id: completion.event.id,
+        lenderId: verification.lenderId,
+        verificationId: verification.id,
+        name: completion.event.name,
+        sequence: Number(sequence),
+        occurredAt: at,
+        body: eventBody!,
+      },
+      this.unit,
+    );
   }
 
   async setConnections(verificationId: string, connections: Array<{ platform: Platform; status: ConnectionStatus }>, at: string): Promise<void> {
@@ -178,20 +247,15 @@ export class VerificationStore {
     transition: Transition,
     change: { at: string; reason: FailureReason | null; tapeSchemaVersion?: string },
   ): Promise<void> {
-    if (transition.from === null) {
-      // A creation: insert() wrote the row in this unit, in the state and with the columns of this
-      // move, and no other unit can see it yet.
-      const inserted = this.insertedHere.get(verificationId);
-      if (inserted !== transition.to) throw new Error(`verification ${verificationId} was not inserted ${transition.to} in this unit of work`);
-    } else {
-      const columns: Record<string, unknown> = { status: transition.to, updated_at: change.at };
-      if (transition.to === 'completed') columns.completed_at = change.at;
-      if (transition.to === 'failed') columns.failure_reason = change.reason;
-      if (change.tapeSchemaVersion) columns.tape_schema_version = change.tapeSchemaVersion;
-      // Compare-and-set on the status: a concurrent move that got there first makes this one fail loudly.
-      const updated = await this.trx('verifications').where({ id: verificationId, status: transition.from }).update(columns);
-      if (updated !== 1) throw new Error(`verification ${verificationId} is no longer ${transition.from}`);
-    }
+    // A creation's transition is written with its row (insertCreation).
+    if (transition.from === null) throw new Error(`the creation of ${verificationId} is written by insertCreation`);
+    const columns: Record<string, unknown> = { status: transition.to, updated_at: change.at };
+    if (transition.to === 'completed') columns.completed_at = change.at;
+    if (transition.to === 'failed') columns.failure_reason = change.reason;
+    if (change.tapeSchemaVersion) columns.tape_schema_version = change.tapeSchemaVersion;
+    // Compare-and-set on the status: a concurrent move that got there first makes this one fail loudly.
+    const updated = await this.trx('verifications').where({ id: verificationId, status: transition.from }).update(columns);
+    if (updated !== 1) throw new Error(`verification ${verificationId} is no longer ${transition.from}`);
     await runNamed(this.trx, INSERT_TRANSITION, [verificationId, transition.from, transition.to, transition.trigger, change.reason, change.at]);
   }
 

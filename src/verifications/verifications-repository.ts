@@ -27,9 +27,11 @@ import {
 export { VerificationStore } from './verification-store-repository.ts';
 export {
   toResource,
+  type ConnectionStatus,
   type ConsentLinks,
   type IdempotencyRecord,
   type NewVerification,
+  type Platform,
   type StoreCollaborators,
   type StoredTape,
   type TapeListener,

@@ -230,10 +230,13 @@ function printFloor(creation: Measurement, floor: Measurement): void {
   console.log(`  the service's creations as a share of it: ${(creation.rps / floor.rps).toFixed(2)}`);
 }
 
-const GOALS: Record<string, number> = {
+/**
+ * The reads' goals, ratios to bare Express. A creation has none here: it is judged against its floor
+ * (below the table), whose share must not fall by more than a quarter from issue 43's base commit.
+ */
+const GOALS: Record<string, number | undefined> = {
   'GET /verifications/{id}': 0.5,
   'GET /verifications/{id}/tape': 0.4,
-  'POST /verifications (synthetic creator)': 0.2,
 };
 
 function printRatios(database: string, baseline: Measurement, ownClasses: Measurement, barePost: Measurement, results: Measurement[], peakRssMb: number): void {
@@ -244,10 +247,11 @@ function printRatios(database: string, baseline: Measurement, ownClasses: Measur
   console.log(`${baseline.name.padEnd(42)} ${baseline.rps.toFixed(0).padStart(9)} ${String(baseline.p99).padStart(7)} ${'1.00'.padStart(6)}`);
   for (const r of results) {
     const ratio = r.rps / baseline.rps;
-    const goal = GOALS[r.name]!;
-    const verdict = ratio >= goal && r.p99 <= p99Goal ? 'met' : 'MISSED';
+    const goal = GOALS[r.name];
+    const verdict = goal === undefined ? '' : ratio >= goal && r.p99 <= p99Goal ? 'met' : 'MISSED';
+    const goalText = goal === undefined ? 'its floor, below' : `≥${goal.toFixed(2)} p99≤${String(p99Goal).padEnd(4)}`;
     console.log(
-      `${r.name.padEnd(42)} ${r.rps.toFixed(0).padStart(9)} ${String(r.p99).padStart(7)} ${ratio.toFixed(2).padStart(6)}  ≥${goal.toFixed(2)} p99≤${String(p99Goal).padEnd(4)} ${verdict.padEnd(6)} ${r.errors}`,
+      `${r.name.padEnd(42)} ${r.rps.toFixed(0).padStart(9)} ${String(r.p99).padStart(7)} ${ratio.toFixed(2).padStart(6)}  ${goalText.padEnd(16)} ${verdict.padEnd(6)} ${r.errors}`,
     );
   }
   console.log(

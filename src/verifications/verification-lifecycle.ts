@@ -720,29 +720,28 @@ export async function createVerification(
  */
 export async function moveVerification(
   store: VerificationStore,
-  verification: Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference' | 'status'> | null,
+  verification: Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference' | 'status'>,
   trigger: Transition['trigger'],
-  change: { at: Date; reason?: FailureReason; tape?: ScoredTape; subject?: Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference'> },
+  change: { at: Date; reason?: FailureReason; tape?: ScoredTape },
 ): Promise<Transition> {
-  const transition = findTransition(verification?.status ?? null, trigger);
-  if (!transition) throw new IllegalTransition(verification?.status ?? null, trigger);
+  const transition = findTransition(verification.status, trigger);
+  if (!transition) throw new IllegalTransition(verification.status, trigger);
   // A failure carries one of its row's reasons, or the row's event would announce another move.
   if (transition.to === 'failed' && !(change.reason && transition.reasons?.includes(change.reason))) {
     throw new Error(`move ${trigger} to failed with reason ${change.reason ?? 'none'}, not one of ${transition.reasons?.join(', ') ?? 'none'}`);
   }
-  const subject = verification ?? change.subject!;
   const at = change.at.toISOString();
-  if (change.tape) await store.saveTape(subject, change.tape, at);
-  await store.applyStatus(subject.id, transition, { at, reason: change.reason ?? null, tapeSchemaVersion: change.tape?.tape.schema_version });
+  if (change.tape) await store.saveTape(verification, change.tape, at);
+  await store.applyStatus(verification.id, transition, { at, reason: change.reason ?? null, tapeSchemaVersion: change.tape?.tape.schema_version });
   store.unit.afterCommit(() => countVerificationMove(transition.from, transition.to, change.reason ?? null));
   if (transition.emits) {
     const eventId = newId('evt');
     await store.recordEvent({
       id: eventId,
-      lenderId: subject.lenderId,
-      verificationId: subject.id,
+      lenderId: verification.lenderId,
+      verificationId: verification.id,
       name: transition.emits,
-      body: transitionEvent(transition.emits, eventId, { verificationId: subject.id, obligorReference: subject.obligorReference }, at, change.reason),
+      body: transitionEvent(transition.emits, eventId, { verificationId: verification.id, obligorReference: verification.obligorReference }, at, change.reason),
       occurredAt: at,
     });
   }

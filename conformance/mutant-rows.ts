@@ -63,6 +63,8 @@ export const MUTANTS_BY_ROW: Readonly<Record<string, readonly string[]>> = {
   'op:getVerificationTape 422 unprocessable': ['wrong-error-code', 'v2-product-renders-at-1x'],
   'op:listVerifications 200': ['list-max-page-10', 'list-created-lt-ignored', 'list-status-filter-ignored'],
   'op:listVerifications 400 validation_error': ['list-unknown-cursor-empty-page'],
+  'op:listEvents 200': ['events-of-every-lender', 'events-oldest-first', 'events-type-filter-ignored'],
+  'op:listEvents 400 validation_error': ['events-unknown-cursor-empty-page', 'events-of-every-lender'],
   'op:listWebhooks 200': ['webhook-list-page-one-more'],
   'op:listWebhooks 400 validation_error': ['webhook-unknown-cursor-empty-page'],
   'op:replayWebhookDelivery 202': ['replay-without-replay-of'],

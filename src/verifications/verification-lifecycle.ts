@@ -225,8 +225,8 @@ export class VerificationLifecycle {
       if (position === null) throw new DomainError('invalid', `starting_after: no event ${query.starting_after}`, 'query.starting_after');
       filter.beforeSequence = position;
     }
-    const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);
-    const { bodies, hasMore } = await this.deps.verifications.eventFeed(lenderId, filter, limit);
+    const pageSize = Math.min(Math.max(query.limit ?? 20, 1), 100);
+    const { bodies, hasMore } = await this.deps.verifications.eventFeed(lenderId, filter, pageSize);
     return { data: bodies.map((body) => JSON.parse(body) as components['schemas']['Event']), has_more: hasMore };
   }
 

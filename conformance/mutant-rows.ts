@@ -61,6 +61,8 @@ export const MUTANTS_BY_ROW: Readonly<Record<string, readonly string[]>> = {
   'op:getVerificationTape 200': ['default-tape-version-1.2.0', 'v1-product-refused-at-1x'],
   'op:getVerificationTape 404 not_found': ['tape-404-without-status', 'tape-of-pending-is-422'],
   'op:getVerificationTape 422 unprocessable': ['wrong-error-code', 'v2-product-renders-at-1x'],
+  'op:listEvents 200': ['events-of-every-lender', 'events-oldest-first', 'events-type-filter-ignored'],
+  'op:listEvents 400 validation_error': ['events-unknown-cursor-empty-page', 'events-of-every-lender'],
   'op:listVerifications 200': ['list-max-page-10', 'list-created-lt-ignored', 'list-status-filter-ignored'],
   'op:listVerifications 400 validation_error': ['list-unknown-cursor-empty-page'],
   'op:listWebhooks 200': ['webhook-list-page-one-more'],

@@ -6,6 +6,7 @@ import { createOverlay } from './verifications/http/createOverlay.ts';
 import { createVerification } from './verifications/http/createVerification.ts';
 import { getVerification } from './verifications/http/getVerification.ts';
 import { getVerificationTape } from './verifications/http/getVerificationTape.ts';
+import { listEvents } from './verifications/http/listEvents.ts';
 import { listVerifications } from './verifications/http/listVerifications.ts';
 import { getBenchmark } from './benchmarks/http/getBenchmark.ts';
 import { getTapeSigningKeys } from './signing/http/getTapeSigningKeys.ts';
@@ -45,6 +46,7 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     getReadiness: getReadiness(deps),
     createVerification: createVerification(deps.lifecycle),
     listVerifications: listVerifications(deps.lifecycle),
+    listEvents: listEvents(deps.lifecycle),
     getVerification: getVerification(deps.lifecycle),
     getVerificationTape: getVerificationTape(deps.lifecycle, (bytes) => deps.tapeSigner.sign(bytes)),
     createOverlay: createOverlay(deps.lifecycle),

@@ -25,6 +25,7 @@ import { tapeUpdatedEvent, transitionEvent } from './verification-events.ts';
 import {
   toResource,
   type ConnectionStatus,
+  type EventFeedFilter,
   type NewVerification,
   type VerificationListFilter,
   type VerificationRecord,
@@ -40,6 +41,10 @@ export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
 export type CreateVerificationRequest = operations['createVerification']['requestBody']['content']['application/json'];
 export type ListVerificationsQuery = NonNullable<operations['listVerifications']['parameters']['query']>;
+export type ListEventsQuery = NonNullable<operations['listEvents']['parameters']['query']>;
+
+/** How far back the event feed reaches (GET /api/v1/events). */
+export const EVENT_FEED_DAYS = 30;
 export type CreateOverlayRequest = operations['createOverlay']['requestBody']['content']['application/json'];
 export type OverlayResource = components['schemas']['Overlay'];
 
@@ -205,6 +210,26 @@ export class VerificationLifecycle {
     const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);
     const { verifications, hasMore } = await this.deps.verifications.listForLender(lenderId, filter, limit);
     return { data: verifications, has_more: hasMore };
+  }
+
+  /**
+   * GET /api/v1/events: the lender's events of the last EVENT_FEED_DAYS days, newest first, each as
+   * its webhook's body carries it (the stored bytes, parsed once here to be answered as JSON).
+   */
+  async listEvents(lenderId: string, query: ListEventsQuery): Promise<components['schemas']['EventList']> {
+    const filter: EventFeedFilter = {
+      since: new Date(this.deps.now().getTime() - EVENT_FEED_DAYS * 24 * 60 * 60 * 1000).toISOString(),
+      type: query.type,
+      verificationId: query.verification_id,
+    };
+    if (query.starting_after !== undefined) {
+      const position = await this.deps.verifications.eventPosition(lenderId, query.starting_after);
+      if (position === null) throw new DomainError('invalid', `starting_after: no event ${query.starting_after}`, 'query.starting_after');
+      filter.beforeSequence = position;
+    }
+    const pageSize = Math.min(Math.max(query.limit ?? 20, 1), 100);
+    const { bodies, hasMore } = await this.deps.verifications.eventFeed(lenderId, filter, pageSize);
+    return { data: bodies.map((body) => JSON.parse(body) as components['schemas']['Event']), has_more: hasMore };
   }
 
   /** The verification a consent link opens, by the hash of its token. */

@@ -40,6 +40,14 @@ export {
   type VerificationResource,
 } from './verification-rows-repository.ts';
 
+/** What a page of the event feed is filtered by: events at or after `since`, older than `beforeSequence`. */
+export interface EventFeedFilter {
+  since: string;
+  type?: string;
+  verificationId?: string;
+  beforeSequence?: number;
+}
+
 // The read side of the verifications: the lender's reads (one verification, the list, the tape),
 // the consent link's lookup and the data-protection report's reads. Builder queries, and the two
 // hot statements of a polling lender (docs/persistence.md, "Query kinds").
@@ -188,6 +196,29 @@ export class VerificationsRepository {
   async listPosition(lenderId: string, verificationId: string): Promise<{ createdAt: string; id: string } | null> {
     const row = await this.reader<VerificationRow>('verifications').where({ lender_id: lenderId, id: verificationId }).first('created_at', 'id');
     return row ? { createdAt: row.created_at, id: row.id } : null;
+  }
+
+  /**
+   * A page of the lender's events, newest first (GET /api/v1/events): each one's body as stored, the
+   * bytes its webhook carries. One range of `events_lender_sequence_idx` (or of the verification's
+   * own index when filtered by it), never a sort.
+   */
+  async eventFeed(lenderId: string, filter: EventFeedFilter, limit: number): Promise<{ bodies: string[]; hasMore: boolean }> {
+    const query = this.reader('events').where({ lender_id: lenderId }).andWhere('occurred_at', '>=', filter.since);
+    if (filter.type) void query.andWhere('name', filter.type);
+    if (filter.verificationId) void query.andWhere('verification_id', filter.verificationId);
+    if (filter.beforeSequence !== undefined) void query.andWhere('sequence', '<', filter.beforeSequence);
+    const rows = await query
+      .orderBy('sequence', 'desc')
+      .limit(limit + 1)
+      .select<Array<{ payload: string }>>('payload');
+    return { bodies: rows.slice(0, limit).map((row) => row.payload), hasMore: rows.length > limit };
+  }
+
+  /** Where the lender's event `eventId` stands in its feed, or null when it has no such event. */
+  async eventPosition(lenderId: string, eventId: string): Promise<number | null> {
+    const row: { sequence: number | string } | undefined = await this.reader('events').where({ lender_id: lenderId, id: eventId }).first('sequence');
+    return row ? Number(row.sequence) : null;
   }
 
   /** The SQL of a page query, for the test that reads its plan (no scan, no sort) on both databases. */

@@ -312,6 +312,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description The lender's events of the last 30 days, newest first, each exactly as its webhook's body
+         *     carries it (the same `event_id`, `event` and fields), whether or not any endpoint was
+         *     subscribed to it, as Stripe's `/v1/events` offers: a receiver that was down catches up from
+         *     here instead of replaying deliveries one by one. `webhook.test` events are sent to one
+         *     endpoint only and are not listed. An erased verification's events are gone with it.
+         *
+         *     Pages use a keyset cursor: pass the last `event_id` of a page as `starting_after` to get the
+         *     next, older one; `has_more` says whether one follows. New events appear only before the
+         *     first page, never inside a walk. A `starting_after` that is not one of the lender's events
+         *     (never issued, another lender's, or erased since) is `400 validation_error`. Filters combine
+         *     with AND.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/gdpr/access": {
         parameters: {
             query?: never;
@@ -561,6 +591,13 @@ export interface components {
             /** @description True when another page follows; request it with `starting_after` set to the last `verification_id`. */
             has_more: boolean;
         };
+        EventList: {
+            data: components["schemas"]["Event"][];
+            /** @description True when another page follows; request it with `starting_after` set to the last `event_id`. */
+            has_more: boolean;
+        };
+        /** @description An event exactly as its webhook's body carries it (`spec/asyncapi.yaml`). */
+        Event: components["schemas"]["verification.completed"] | components["schemas"]["verification.failed"] | components["schemas"]["verification.expired"] | components["schemas"]["verification.cancelled"] | components["schemas"]["tape.updated"];
         /** @description The Risk Tape at the requested schema version. */
         RiskTape: components["schemas"]["RiskTapeV1_0_0"] | components["schemas"]["RiskTapeV1_1_0"] | components["schemas"]["RiskTapeV1_2_0"] | components["schemas"]["RiskTapeV2_0_0"];
         /**
@@ -1180,6 +1217,223 @@ export interface components {
             observed_at: components["schemas"]["Timestamp"];
             data: Record<string, never>;
             created_at?: components["schemas"]["Timestamp"];
+        };
+        /**
+         * EventId
+         * @description Identifier of the event: `evt_` followed by an opaque alphanumeric identifier. The same across every retry and every replay of the event, so receivers can use it to recognise an event they have already processed.
+         * @example evt_3fJ7wQ0rV5yH2sDk
+         */
+        EventId: string;
+        /**
+         * VerificationCompletedEvent
+         * @description Sent when a verification moves from `processing` to `completed`: the creator consented, income data was fetched and the Risk Tape is ready at GET /api/v1/verifications/{verification_id}/tape. In the sandbox it is also sent for `test-complete-` references. The top-level fields are the primary form (spec 6.1); `data` repeats the verification fields for clients written against the sandbox example (D13). Receivers must ignore fields they do not know: new optional fields may be added without notice.
+         * @example {
+         *       "event": "verification.completed",
+         *       "event_id": "evt_3fJ7wQ0rV5yH2sDk",
+         *       "verification_id": "vrf_8Kq2mZ4xT9bN1cLp",
+         *       "obligor_reference": "loan-app-000742",
+         *       "occurred_at": "2026-03-24T09:15:42Z",
+         *       "data": {
+         *         "verification_id": "vrf_8Kq2mZ4xT9bN1cLp",
+         *         "obligor_reference": "loan-app-000742",
+         *         "status": "completed"
+         *       }
+         *     }
+         */
+        "verification.completed": {
+            /**
+             * @description Event name, equal to the X-Service-Event header.
+             * @constant
+             */
+            event: "verification.completed";
+            event_id: components["schemas"]["EventId"];
+            verification_id: components["schemas"]["VerificationId"];
+            obligor_reference: components["schemas"]["ObligorReference"];
+            occurred_at: components["schemas"]["Timestamp"];
+            /**
+             * VerificationCompletedData
+             * @description The verification fields again, nested, for clients that read them from `data`. Always equal to the top-level fields.
+             */
+            data: {
+                verification_id: components["schemas"]["VerificationId"];
+                obligor_reference: components["schemas"]["ObligorReference"];
+                /**
+                 * @description The state the event leads to.
+                 * @constant
+                 */
+                status: "completed";
+            };
+        };
+        /**
+         * VerificationFailedEvent
+         * @description Sent when a verification moves to `failed`: from `processing` because data collection failed, or from `pending_consent` because the creator declined on the consent page (`consent_declined`); `reason` says why. A failed verification is not retried: the lender creates a new verification with a fresh consent URL. In the sandbox it is also sent for `test-fail-` (`platform_error`), `test-revoke-` (`consent_revoked`) and `test-timeout-` (`timeout`) references. The top-level fields are the primary form (spec 6.1); `data` repeats the verification fields for clients written against the sandbox example (D13). Receivers must ignore fields they do not know (new optional fields may be added) and must tolerate `reason` values beyond the four listed.
+         * @example {
+         *       "event": "verification.failed",
+         *       "event_id": "evt_9aT4nR6uE1wG8kMz",
+         *       "verification_id": "vrf_2Hx7cJ5vB0qW3eYs",
+         *       "obligor_reference": "loan-app-000913",
+         *       "reason": "platform_error",
+         *       "occurred_at": "2026-03-24T11:02:07Z",
+         *       "data": {
+         *         "verification_id": "vrf_2Hx7cJ5vB0qW3eYs",
+         *         "obligor_reference": "loan-app-000913",
+         *         "status": "failed",
+         *         "reason": "platform_error"
+         *       }
+         *     }
+         */
+        "verification.failed": {
+            /**
+             * @description Event name, equal to the X-Service-Event header.
+             * @constant
+             */
+            event: "verification.failed";
+            event_id: components["schemas"]["EventId"];
+            verification_id: components["schemas"]["VerificationId"];
+            obligor_reference: components["schemas"]["ObligorReference"];
+            reason: components["schemas"]["FailureReason"];
+            occurred_at: components["schemas"]["Timestamp"];
+            /**
+             * VerificationFailedData
+             * @description The verification fields again, nested, for clients that read them from `data`. Always equal to the top-level fields.
+             */
+            data: {
+                verification_id: components["schemas"]["VerificationId"];
+                obligor_reference: components["schemas"]["ObligorReference"];
+                /**
+                 * @description The state the event leads to.
+                 * @constant
+                 */
+                status: "failed";
+                reason: components["schemas"]["FailureReason"];
+            };
+        };
+        /**
+         * VerificationExpiredEvent
+         * @description Sent when a `pending_consent` verification reaches the end of its 7-day consent session without consent and moves to `expired`. The lender creates a new verification with a fresh consent URL. In the sandbox it is also sent for `test-expire-` references. The top-level fields are the primary form (spec 6.1); `data` repeats the verification fields for clients written against the sandbox example (D13). Receivers must ignore fields they do not know: new optional fields may be added without notice.
+         * @example {
+         *       "event": "verification.expired",
+         *       "event_id": "evt_5mP0sL8dF2gA7hQx",
+         *       "verification_id": "vrf_6Tn1kD9pZ4rC8uVa",
+         *       "obligor_reference": "loan-app-001058",
+         *       "occurred_at": "2026-03-31T14:20:00Z",
+         *       "data": {
+         *         "verification_id": "vrf_6Tn1kD9pZ4rC8uVa",
+         *         "obligor_reference": "loan-app-001058",
+         *         "status": "expired"
+         *       }
+         *     }
+         */
+        "verification.expired": {
+            /**
+             * @description Event name, equal to the X-Service-Event header.
+             * @constant
+             */
+            event: "verification.expired";
+            event_id: components["schemas"]["EventId"];
+            verification_id: components["schemas"]["VerificationId"];
+            obligor_reference: components["schemas"]["ObligorReference"];
+            occurred_at: components["schemas"]["Timestamp"];
+            /**
+             * VerificationExpiredData
+             * @description The verification fields again, nested, for clients that read them from `data`. Always equal to the top-level fields.
+             */
+            data: {
+                verification_id: components["schemas"]["VerificationId"];
+                obligor_reference: components["schemas"]["ObligorReference"];
+                /**
+                 * @description The state the event leads to.
+                 * @constant
+                 */
+                status: "expired";
+            };
+        };
+        /**
+         * VerificationCancelledEvent
+         * @description Sent when the lender cancels a `pending_consent` verification with `POST /api/v1/verifications/{verification_id}/cancel` and it moves to `cancelled` (a final state): the consent link then tells the creator the request was withdrawn, and nothing more happens to the verification. The top-level fields are the primary form (spec 6.1); `data` repeats the verification fields for clients written against the sandbox example (D13). Receivers must ignore fields they do not know: new optional fields may be added without notice.
+         * @example {
+         *       "event": "verification.cancelled",
+         *       "event_id": "evt_8cR2nV6wK1tY4bZe",
+         *       "verification_id": "vrf_6Tn1kD9pZ4rC8uVa",
+         *       "obligor_reference": "loan-app-001058",
+         *       "occurred_at": "2026-04-03T09:12:00Z",
+         *       "data": {
+         *         "verification_id": "vrf_6Tn1kD9pZ4rC8uVa",
+         *         "obligor_reference": "loan-app-001058",
+         *         "status": "cancelled"
+         *       }
+         *     }
+         */
+        "verification.cancelled": {
+            /**
+             * @description Event name, equal to the X-Service-Event header.
+             * @constant
+             */
+            event: "verification.cancelled";
+            event_id: components["schemas"]["EventId"];
+            verification_id: components["schemas"]["VerificationId"];
+            obligor_reference: components["schemas"]["ObligorReference"];
+            occurred_at: components["schemas"]["Timestamp"];
+            /**
+             * VerificationCancelledData
+             * @description The verification fields again, nested, for clients that read them from `data`. Always equal to the top-level fields.
+             */
+            data: {
+                verification_id: components["schemas"]["VerificationId"];
+                obligor_reference: components["schemas"]["ObligorReference"];
+                /**
+                 * @description The state the event leads to.
+                 * @constant
+                 */
+                status: "cancelled";
+            };
+        };
+        /**
+         * TapeUpdatedEvent
+         * @description Sent when the Risk Tape of a `completed` verification changes after completion, for example when an overlay is attached with POST /api/v1/verifications/{verification_id}/overlays (D13). The verification stays `completed`; fetch the new tape from GET /api/v1/verifications/{verification_id}/tape. `schema_version` is the schema version of the updated tape. The top-level fields are the primary form; `data` repeats the verification fields for clients written against the sandbox example. Receivers must ignore fields they do not know: new optional fields may be added without notice.
+         * @example {
+         *       "event": "tape.updated",
+         *       "event_id": "evt_7cW2yN4bK6jS0pRe",
+         *       "verification_id": "vrf_8Kq2mZ4xT9bN1cLp",
+         *       "obligor_reference": "loan-app-000742",
+         *       "schema_version": "2.0.0",
+         *       "reason": "overlay_attached",
+         *       "occurred_at": "2026-03-25T16:48:31Z",
+         *       "data": {
+         *         "verification_id": "vrf_8Kq2mZ4xT9bN1cLp",
+         *         "obligor_reference": "loan-app-000742",
+         *         "status": "completed",
+         *         "schema_version": "2.0.0"
+         *       }
+         *     }
+         */
+        "tape.updated": {
+            /**
+             * @description Event name, equal to the X-Service-Event header.
+             * @constant
+             */
+            event: "tape.updated";
+            event_id: components["schemas"]["EventId"];
+            verification_id: components["schemas"]["VerificationId"];
+            obligor_reference: components["schemas"]["ObligorReference"];
+            schema_version: components["schemas"]["SchemaVersion"];
+            /** @description Why the tape changed: `overlay_attached` (POST /api/v1/verifications/{verification_id}/overlays). New reasons may be added: receivers must tolerate values not listed here. */
+            reason: string;
+            occurred_at: components["schemas"]["Timestamp"];
+            /**
+             * TapeUpdatedData
+             * @description The verification fields again, nested, for clients that read them from `data`. Always equal to the top-level fields.
+             */
+            data: {
+                verification_id: components["schemas"]["VerificationId"];
+                obligor_reference: components["schemas"]["ObligorReference"];
+                /**
+                 * @description The state of the verification, which a tape update does not change.
+                 * @constant
+                 */
+                status: "completed";
+                schema_version: components["schemas"]["SchemaVersion"];
+            };
         };
     };
     responses: {
@@ -2049,6 +2303,44 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description An `event_id` from the previous page; this page starts after it (older events). */
+                starting_after?: components["schemas"]["EventId"];
+                /** @description Only events of this type (their `event` field). */
+                type?: components["schemas"]["EventName"];
+                /** @description Only the events of this verification. */
+                verification_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

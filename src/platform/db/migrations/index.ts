@@ -21,6 +21,7 @@ import * as deliveryIndexes from './20261128_019_delivery_indexes.ts';
 import * as oauthBrowserBinding from './20261128_020_oauth_browser_binding.ts';
 import * as dashboardDeactivation from './20261128_021_dashboard_deactivation.ts';
 import * as benchmarkLenderBuckets from './20261128_022_benchmark_lender_buckets.ts';
+import * as eventFeed from './20261128_023_event_feed.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -48,6 +49,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261128_020_oauth_browser_binding', oauthBrowserBinding],
   ['20261128_021_dashboard_deactivation', dashboardDeactivation],
   ['20261128_022_benchmark_lender_buckets', benchmarkLenderBuckets],
+  ['20261128_023_event_feed', eventFeed],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

@@ -11,11 +11,13 @@ export interface paths {
          * List verifications
          * @description The lender's verifications, newest first (by `created_at`, then `verification_id`), for
          *     reconciliation. Filters combine with AND. Pages use a keyset cursor, as in Stripe's API: pass
-         *     the last `verification_id` of a page as `starting_after` to get the next one; `has_more` says
-         *     whether one follows. A page is stable under concurrent creation: new verifications appear
-         *     only before the first page, never inside a walk. A `starting_after` that is not one of the
-         *     lender's verifications (never issued, another lender's, or erased since) is
-         *     `400 validation_error`.
+         *     the last `verification_id` of a page as `starting_after` to get the next (older) one, or the
+         *     first `verification_id` of a page as `ending_before` to get the one before it (newer); each
+         *     page is newest first, and `has_more` says whether another page follows in the direction
+         *     asked. A page is stable under concurrent creation: new verifications appear only before the
+         *     first page, never inside a walk. A cursor that is not one of the lender's verifications
+         *     (never issued, another lender's, or erased since) is `400 validation_error`, and so is a
+         *     request with both cursors.
          */
         get: operations["listVerifications"];
         put?: never;
@@ -588,7 +590,7 @@ export interface components {
         };
         VerificationList: {
             data: components["schemas"]["Verification"][];
-            /** @description True when another page follows; request it with `starting_after` set to the last `verification_id`. */
+            /** @description True when another page follows in the direction asked; request it with `starting_after` set to the last `verification_id` (older), or, after a page asked for with `ending_before`, with `ending_before` set to the first (newer). */
             has_more: boolean;
         };
         EventList: {
@@ -1728,10 +1730,12 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit"];
-                /** @description A `verification_id` from the previous page; this page starts after it. */
+                /** @description A `verification_id` from the previous page; this page holds the verifications created before it. */
                 starting_after?: string;
-                /** @description Only verifications in this state. */
-                status?: components["schemas"]["VerificationStatus"];
+                /** @description A `verification_id` from the next page; this page holds the verifications created after it, the nearest ones. */
+                ending_before?: string;
+                /** @description Only verifications in one of these states, comma-separated (`status=completed,failed`). */
+                status?: components["schemas"]["VerificationStatus"][];
                 /**
                  * @description Only verifications for this exact obligor reference. Reserved characters such as `@`,
                  *     `:` and `/` may be sent unencoded; `&`, `#`, `+` and `%` must be percent-encoded.

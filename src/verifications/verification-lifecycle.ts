@@ -202,10 +202,18 @@ export class VerificationLifecycle {
       createdGte: instant(query.created_gte, 'created_gte'),
       createdLt: instant(query.created_lt, 'created_lt'),
     };
+    if (query.starting_after !== undefined && query.ending_before !== undefined) {
+      throw new DomainError('invalid', 'starting_after and ending_before: give one cursor, not both', 'query.ending_before');
+    }
     if (query.starting_after !== undefined) {
       const after = await this.deps.verifications.listPosition(lenderId, query.starting_after);
       if (!after) throw new DomainError('invalid', `starting_after: no verification ${query.starting_after}`, 'query.starting_after');
       filter.after = after;
+    }
+    if (query.ending_before !== undefined) {
+      const before = await this.deps.verifications.listPosition(lenderId, query.ending_before);
+      if (!before) throw new DomainError('invalid', `ending_before: no verification ${query.ending_before}`, 'query.ending_before');
+      filter.before = before;
     }
     const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);
     const { verifications, hasMore } = await this.deps.verifications.listForLender(lenderId, filter, limit);

@@ -150,6 +150,58 @@ for (const factory of testDatabases()) {
       );
     });
 
+    it('filters by several statuses at once, comma-separated', async () => {
+      const ids = async (query: string) => {
+        const response = await list(query);
+        assert.equal(response.status, 200, response.text);
+        return response.body.data.map((v: { verification_id: string }) => v.verification_id);
+      };
+      assert.deepEqual(await ids('?status=completed,pending_consent'), newestFirst(made));
+      assert.deepEqual(await ids('?status=completed,failed'), [made.at(-1)!.id]);
+      assert.deepEqual(await ids('?status=expired,failed'), []);
+      assert.deepEqual(await ids('?status=pending_consent,expired&product_type=term_loan'), newestFirst(made.filter((m) => m.productType === 'term_loan')));
+      // Paged, the states' rows come in list order, each once.
+      const first = await list('?status=completed,pending_consent&limit=4');
+      const rest = await list(`?status=completed,pending_consent&limit=10&starting_after=${first.body.data.at(-1).verification_id}`);
+      assert.deepEqual(
+        [...first.body.data, ...rest.body.data].map((v: { verification_id: string }) => v.verification_id),
+        newestFirst(made),
+      );
+    });
+
+    it('walks back with ending_before: each page newest first, the nearest newer ones, has_more until the newest', async () => {
+      const order = newestFirst(made);
+      const seen: string[][] = [];
+      let before = order.at(-1)!;
+      for (let page = 0; page < 10; page += 1) {
+        const response = await list(`?limit=3&ending_before=${before}`);
+        assert.equal(response.status, 200, response.text);
+        const ids = response.body.data.map((v: { verification_id: string }) => v.verification_id);
+        seen.unshift(ids);
+        before = ids[0];
+        if (!response.body.has_more) break;
+        assert.equal(ids.length, 3);
+      }
+      assert.deepEqual(seen.flat(), order.slice(0, -1));
+      // The page just before a verification in the middle: the nearest newer ones, newest first.
+      const middle = await list(`?limit=2&ending_before=${order[4]}`);
+      assert.deepEqual(
+        middle.body.data.map((v: { verification_id: string }) => v.verification_id),
+        [order[2], order[3]],
+      );
+      assert.equal(middle.body.has_more, true);
+    });
+
+    it('refuses both cursors at once, and an ending_before that is none of the lender’s', async () => {
+      const order = newestFirst(made);
+      for (const query of [`?starting_after=${order[5]}&ending_before=${order[1]}`, '?ending_before=vrf_neverissued']) {
+        const response = await list(query);
+        assert.equal(response.status, 400, `${query}: ${response.text}`);
+        assert.equal(response.body.error, 'validation_error', query);
+        assert.match(response.body.message, /ending_before/);
+      }
+    });
+
     it('another lender sees only its own; its cursor is refused here', async () => {
       const other = await list('', otherKey);
       assert.equal(other.body.data.length, 1);
@@ -160,7 +212,16 @@ for (const factory of testDatabases()) {
     });
 
     it('refuses bad input with validation_error: unknown status, limit out of range, not a date-time, unknown filter', async () => {
-      for (const query of ['?status=cancelled_forever', '?limit=0', '?limit=101', '?created_gte=yesterday', '?created_lt=2026-13-01T00:00:00Z', '?color=red']) {
+      for (const query of [
+        '?status=cancelled_forever',
+        '?status=completed,paused',
+        '?status=completed,completed',
+        '?limit=0',
+        '?limit=101',
+        '?created_gte=yesterday',
+        '?created_lt=2026-13-01T00:00:00Z',
+        '?color=red',
+      ]) {
         const response = await list(query);
         assert.equal(response.status, 400, `${query}: ${response.text}`);
         assert.equal(response.body.error, 'validation_error', query);
@@ -174,23 +235,25 @@ for (const factory of testDatabases()) {
     // The plans: every filter reads one index in list order, so a page costs the same at 10^6 rows.
     const filters: Array<[string, Omit<VerificationListFilter, 'after'>]> = [
       ['no filter', {}],
-      ['status', { status: 'completed' }],
+      ['status', { status: ['completed'] }],
+      ['several statuses', { status: ['completed', 'pending_consent'] }],
       ['obligor_reference', { obligorReference: 'obligor-repeat' }],
       ['product_type', { productType: 'hpp' }],
       ['created range', { createdGte: '2026-11-21T10:00:00.000Z', createdLt: '2026-11-22T10:00:00.000Z' }],
-      ['status and created range', { status: 'pending_consent', createdGte: '2026-11-21T10:00:00.000Z' }],
-      ['status and product_type', { status: 'pending_consent', productType: 'rbf' }],
+      ['status and created range', { status: ['pending_consent'], createdGte: '2026-11-21T10:00:00.000Z' }],
+      ['status and product_type', { status: ['pending_consent'], productType: 'rbf' }],
+      ['several statuses and product_type', { status: ['pending_consent', 'failed'], productType: 'rbf' }],
     ];
     for (const [name, filter] of filters) {
-      for (const cursor of [false, true]) {
-        it(`the page query (${name}${cursor ? ', after a cursor' : ''}) searches an index in order: no table scan, no sort`, async () => {
+      for (const cursor of [undefined, 'after', 'before'] as const) {
+        it(`the page query (${name}${cursor ? `, ${cursor} a cursor` : ''}) searches an index in order: no table scan, no sort`, async () => {
           const { sql, bindings } = service.verifications.listSql(
             lenderId,
-            { ...filter, ...(cursor ? { after: { createdAt: made[3]!.createdAt, id: made[3]!.id } } : {}) },
+            { ...filter, ...(cursor ? { [cursor]: { createdAt: made[3]!.createdAt, id: made[3]!.id } } : {}) },
             21,
           );
           const plan = await planOf(service.db.knex, factory.name, sql, bindings);
-          if (process.env.SHOW_PLANS) console.log(`${name}${cursor ? ' + cursor' : ''}:\n${plan}`);
+          if (process.env.SHOW_PLANS) console.log(`${name}${cursor ? ` + ${cursor}` : ''}:\n${plan}`);
           assertReadsIndex(plan, factory.name, 'verifications', 'verifications_list', { inOrder: true });
         });
       }

@@ -63,13 +63,16 @@ export interface StoreCollaborators {
 
 /** Filters of GET /verifications; timestamps in the stored form (`toISOString`). */
 export interface VerificationListFilter {
-  status?: VerificationStatus;
+  /** One or more states. */
+  status?: VerificationStatus[];
   obligorReference?: string;
   productType?: VerificationResource['product_type'];
   createdGte?: string;
   createdLt?: string;
-  /** The keyset of the previous page's last verification. */
+  /** The keyset of the previous page's last verification: the verifications created before it. */
   after?: { createdAt: string; id: string };
+  /** The keyset of the next page's first verification: the verifications created after it, nearest first. */
+  before?: { createdAt: string; id: string };
 }
 
 export interface IdempotencyRecord {

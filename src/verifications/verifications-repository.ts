@@ -170,7 +170,8 @@ export class VerificationsRepository {
    */
   async listForLender(lenderId: string, filter: VerificationListFilter, limit: number): Promise<{ verifications: VerificationResource[]; hasMore: boolean }> {
     const rows: VerificationRow[] = await this.listBuilder(lenderId, filter, limit + 1);
-    const page = rows.slice(0, limit);
+    // A page before a cursor is read nearest first, oldest of them first: shown newest first.
+    const page = filter.before ? rows.slice(0, limit).reverse() : rows.slice(0, limit);
     const connections =
       page.length === 0
         ? []
@@ -229,17 +230,24 @@ export class VerificationsRepository {
 
   private listBuilder(lenderId: string, filter: VerificationListFilter, limit: number) {
     const query = this.reader<VerificationRow>('verifications').where({ lender_id: lenderId });
-    if (filter.status) void query.andWhere('status', filter.status);
+    // One state reads its own index (lender, status, created_at, id) in list order. Several would
+    // read it once per state and sort the lot, a sort that grows with the lender's rows: they are
+    // compared as an expression no index serves, so the lender's index is read in list order and
+    // its rows filtered, stopping once the page is full.
+    if (filter.status?.length === 1) void query.andWhere('status', filter.status[0]!);
+    else if (filter.status) void query.andWhereRaw(`status || '' in (${filter.status.map(() => '?').join(', ')})`, filter.status);
     if (filter.obligorReference) void query.andWhere('obligor_reference', filter.obligorReference);
     if (filter.productType) void query.andWhere('product_type', filter.productType);
     if (filter.createdGte) void query.andWhere('created_at', '>=', filter.createdGte);
     if (filter.createdLt) void query.andWhere('created_at', '<', filter.createdLt);
     // A row-value comparison, which both databases answer as one range of the index.
     if (filter.after) void query.andWhereRaw('(created_at, id) < (?, ?)', [filter.after.createdAt, filter.after.id]);
+    if (filter.before) void query.andWhereRaw('(created_at, id) > (?, ?)', [filter.before.createdAt, filter.before.id]);
+    const order = filter.before ? 'asc' : 'desc';
     return query
       .orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
+        { column: 'created_at', order },
+        { column: 'id', order },
       ])
       .limit(limit);
   }

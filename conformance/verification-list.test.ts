@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { assertError } from './assertions.ts';
 import { forEachTarget, requireKey } from './harness.ts';
-import { CREATE_PATH, created, getVerification, randomReference, sleep, type Verification } from './sandbox.ts';
+import { CREATE_PATH, cancelVerification, created, getVerification, randomReference, sleep, type Verification } from './sandbox.ts';
 
 /**
  * GET /api/v1/verifications: newest first, keyset pages (`limit`, `starting_after`, `has_more`),
@@ -83,6 +83,37 @@ forEachTarget((target) => {
     });
   });
 
+  describe('happy: several states, and pages backwards (GET /api/v1/verifications) [op:listVerifications 200]', () => {
+    it('status=a,b lists the verifications in either state, newest first, and no other', async () => {
+      const { reference, made } = await threeOfOneObligor();
+      const [first, second, third] = made.map((v) => v.verification_id) as [string, string, string];
+      assert.equal((await cancelVerification(target, second)).status, 200);
+      const list = async (query: string) => {
+        const response = await target.api.get(`${CREATE_PATH}?obligor_reference=${reference}&${query}`);
+        assert.equal(response.status, 200, response.text);
+        return ids(response);
+      };
+      assert.deepEqual(await list('status=cancelled,pending_consent'), [third, second, first]);
+      assert.deepEqual(await list('status=pending_consent,cancelled&limit=2'), [third, second]);
+      assert.deepEqual(await list('status=cancelled,completed'), [second]);
+      assert.deepEqual(await list('status=completed,failed'), []);
+    });
+
+    it('ending_before: the nearest newer verifications, newest first, has_more until the newest', async () => {
+      const { reference, made } = await threeOfOneObligor(['rbf', 'rbf', 'rbf', 'rbf']);
+      const [first, second, third, fourth] = made.map((v) => v.verification_id) as [string, string, string, string];
+      const page = async (query: string) => {
+        const response = await target.api.get(`${CREATE_PATH}?obligor_reference=${reference}&${query}`);
+        assert.equal(response.status, 200, response.text);
+        return [ids(response), (response.json as { has_more: boolean }).has_more];
+      };
+      assert.deepEqual(await page(`limit=2&ending_before=${first}`), [[third, second], true]);
+      assert.deepEqual(await page(`limit=2&ending_before=${third}`), [[fourth], false]);
+      assert.deepEqual(await page(`limit=10&ending_before=${first}`), [[fourth, third, second], false]);
+      assert.deepEqual(await page(`ending_before=${fourth}`), [[], false]);
+    });
+  });
+
   describe('security and errors: GET /api/v1/verifications [op:listVerifications 400 validation_error]', () => {
     it("another lender's key lists none of this lender's verifications, and its cursor here is 400 validation_error", async function () {
       requireKey(this, target, 'otherLender');
@@ -98,6 +129,16 @@ forEachTarget((target) => {
       );
     });
 
+    it('both cursors at once: 400 validation_error naming ending_before', async () => {
+      const { made } = await threeOfOneObligor();
+      assertError(
+        await target.api.get(`${CREATE_PATH}?starting_after=${made[2]!.verification_id}&ending_before=${made[0]!.verification_id}`),
+        400,
+        'validation_error',
+        /ending_before/,
+      );
+    });
+
     for (const [query, field] of [
       ['limit=0', 'limit'],
       ['limit=101', 'limit'],
@@ -105,6 +146,8 @@ forEachTarget((target) => {
       ['product_type=mortgage', 'product_type'],
       ['created_gte=yesterday', 'created_gte'],
       ['starting_after=vrf_neverissued000000000', 'starting_after'],
+      ['ending_before=vrf_neverissued000000000', 'ending_before'],
+      ['status=completed,paused', 'status'],
       ['sort=asc', 'sort'],
     ] as const) {
       it(`${query}: 400 validation_error naming ${field}`, async () => {

@@ -4,9 +4,19 @@ import { rmSync } from 'node:fs';
 import { request, type RequestOptions } from 'node:https';
 import { forEachTarget, requireKey, requireSandbox } from './harness.ts';
 import { assertEventRequest, transitionRows, UUID } from './event-contract.ts';
-import { SYNTHETIC_CREATORS } from './sandbox.ts';
+import { sleep, SYNTHETIC_CREATORS } from './sandbox.ts';
 import { makeTestCa, readCaDir, WebhookReceiver, type ReceivedRequest } from './webhook-receiver.ts';
-import { attemptWaitMs, finished, requireRetriesWithin, requireWebhooks, WebhookSession, type Delivery, type ReceiverEndpoint } from './webhooks.ts';
+import {
+  attemptWaitMs,
+  finished,
+  requireRetriesWithin,
+  requireWebhooks,
+  WEBHOOKS_PATH,
+  WebhookSession,
+  type Delivery,
+  type DeliveryList,
+  type ReceiverEndpoint,
+} from './webhooks.ts';
 import { assertError } from './assertions.ts';
 import { skipBecause } from './skip.ts';
 
@@ -167,6 +177,42 @@ forEachTarget((target) => {
           [status],
         );
       }
+    });
+  });
+
+  describe('happy: the delivery log filtered by state and time, and paged backwards [op:listWebhookDeliveries 200]', () => {
+    it('status=a,b, created_gte and created_lt select deliveries; ending_before walks back to the newest', async function () {
+      const endpoint = await session.registerReceiver('log-filters', ['verification.completed']);
+      const made: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        made.push((await session.createVerification(synthetic)).verification_id);
+        await sleep(5);
+      }
+      const log = await session.waitForLog(
+        endpoint.webhook.webhook_id,
+        (entries) => entries.length === 3 && entries.every((d) => d.status === 'succeeded'),
+        attemptWaitMs(target, 1),
+        'three delivered events',
+      );
+      const ids = log.map((d) => d.delivery_id);
+      const page = async (query: string) => {
+        const response = await session.request('GET', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}/deliveries?${query}`);
+        assert.equal(response.status, 200, response.text);
+        const body = response.json as DeliveryList;
+        return [body.data.map((d) => d.delivery_id), body.has_more];
+      };
+      assert.deepEqual(await page('status=succeeded,failed'), [ids, false]);
+      assert.deepEqual(await page('status=pending,failed'), [[], false]);
+      assert.deepEqual(await page(`created_gte=${encodeURIComponent(log[1]!.created_at)}`), [ids.slice(0, 2), false]);
+      assert.deepEqual(await page(`created_lt=${encodeURIComponent(log[1]!.created_at)}`), [ids.slice(2), false]);
+      assert.deepEqual(await page(`limit=1&ending_before=${ids[2]}`), [[ids[1]], true]);
+      assert.deepEqual(await page(`limit=5&ending_before=${ids[2]}`), [ids.slice(0, 2), false]);
+      assertError(
+        await session.request('GET', `${WEBHOOKS_PATH}/${endpoint.webhook.webhook_id}/deliveries?starting_after=${ids[0]}&ending_before=${ids[2]}`),
+        400,
+        'validation_error',
+        /ending_before/,
+      );
     });
   });
 

@@ -283,7 +283,17 @@ forEachTarget((target) => {
 
     it('the delivery log: limit outside 1 to 100, a starting_after that is not a delivery id, or an unknown parameter: 400 validation_error', async function () {
       const webhook = await session.register(validUrl(), ['tape.updated']);
-      for (const query of ['limit=0', 'limit=101', 'limit=ten', 'starting_after=not-a-uuid', 'page=2']) {
+      for (const query of [
+        'limit=0',
+        'limit=101',
+        'limit=ten',
+        'starting_after=not-a-uuid',
+        'ending_before=not-a-uuid',
+        'status=delivered',
+        'status=pending,pending',
+        'created_gte=yesterday',
+        'page=2',
+      ]) {
         const response = await session.request('GET', `${WEBHOOKS_PATH}/${webhook.webhook_id}/deliveries?${query}`);
         assertError(response, 400, 'validation_error');
       }
@@ -302,6 +312,12 @@ forEachTarget((target) => {
       const neverIssued = randomUUID();
       const response = await session.deliveries(webhook.webhook_id, { starting_after: neverIssued });
       assertError(response, 400, 'validation_error', /starting_after/);
+      assertError(
+        await session.request('GET', `${WEBHOOKS_PATH}/${webhook.webhook_id}/deliveries?ending_before=${neverIssued}`),
+        400,
+        'validation_error',
+        /ending_before/,
+      );
       const list = await session.request('GET', `/api/v1/verifications?starting_after=vrf_neverissued0000000000`);
       assertError(list, 400, 'validation_error', /starting_after/);
       assert.equal((response.json as { error: string }).error, (list.json as { error: string }).error);

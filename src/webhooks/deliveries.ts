@@ -62,13 +62,31 @@ export async function listEndpointDeliveries(
   deps: { webhooks: WebhooksRepository },
   lenderId: string,
   webhookId: string,
-  query: { limit?: number; starting_after?: string },
+  query: { limit?: number; starting_after?: string; ending_before?: string; status?: string[]; created_gte?: string; created_lt?: string },
 ): Promise<{ deliveries: Delivery[]; hasMore: boolean }> {
   const endpoint = await requireEndpoint(deps, lenderId, webhookId);
+  if (query.starting_after !== undefined && query.ending_before !== undefined) {
+    throw new DomainError('invalid', 'starting_after and ending_before: give one cursor, not both', 'query.ending_before');
+  }
+  const instant = (value: string | undefined, field: string) => {
+    if (value === undefined) return undefined;
+    const at = new Date(value);
+    if (Number.isNaN(at.getTime())) throw new DomainError('invalid', `${field} is not a date-time`, `query.${field}`);
+    return at.toISOString();
+  };
   const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);
-  const page = await deps.webhooks.listDeliveries(endpoint.id, limit, query.starting_after);
+  const page = await deps.webhooks.listDeliveries(endpoint.id, limit, {
+    startingAfter: query.starting_after,
+    endingBefore: query.ending_before,
+    status: query.status,
+    createdGte: instant(query.created_gte, 'created_gte'),
+    createdLt: instant(query.created_lt, 'created_lt'),
+  });
   // Refused like the verification list's cursor: an empty page would read as the end of the log.
-  if (!page) throw new DomainError('invalid', `starting_after: no delivery ${query.starting_after} in this endpoint's log`, 'query.starting_after');
+  if ('refused' in page) {
+    const cursor = page.refused === 'starting_after' ? query.starting_after : query.ending_before;
+    throw new DomainError('invalid', `${page.refused}: no delivery ${cursor} in this endpoint's log`, `query.${page.refused}`);
+  }
   return page;
 }
 

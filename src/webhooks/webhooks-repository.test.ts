@@ -162,13 +162,30 @@ for (const factory of testDatabases()) {
     // An endpoint's delivery log costs the same at any size: each page is one range of an index in the log's order.
     for (const after of [undefined, { createdAt: '2026-11-21T10:00:00.000Z', id: '00000000-0000-4000-8000-000000000001' }]) {
       it(`the delivery log's page query (${after ? 'after a cursor' : 'newest page'}) searches an index in order: no table scan, no sort`, async () => {
-        const { sql, bindings } = webhooks.deliveryLogSql('whk_plan', after, 21);
+        const { sql, bindings } = webhooks.deliveryLogSql('whk_plan', { after }, 21);
         const plan = await planOf(service.db.knex, factory.name, sql, bindings);
         assertReadsIndex(plan, factory.name, 'webhook_deliveries', 'webhook_deliveries_log_idx', { inOrder: true });
         // The cursor bounds the index range itself, rather than filtering what a longer range read.
         if (after && factory.name === 'sqlite') assert.match(plan, /\(webhook_id=\? AND \(created_at,id\)<\(\?,\?\)\)/, plan);
         if (after && factory.name === 'postgres') assert.match(plan, /Index Cond: .*ROW\(\(created_at\)::text, \(id\)::text\) < ROW/, plan);
         if (factory.name === 'postgres') assert.doesNotMatch(plan, /Filter:/, plan);
+      });
+    }
+
+    const position = { createdAt: '2026-11-21T10:00:00.000Z', id: '00000000-0000-4000-8000-000000000001' };
+    for (const [name, filter] of [
+      ['before a cursor', { before: position }],
+      ['several statuses', { status: ['pending', 'failed'] }],
+      [
+        'one status, a created range, after a cursor',
+        { status: ['failed'], createdGte: '2026-11-01T00:00:00.000Z', createdLt: '2026-11-22T00:00:00.000Z', after: position },
+      ],
+    ] as const) {
+      it(`the delivery log's page query (${name}) reads the log's index in order: no table scan, no sort`, async () => {
+        const { sql, bindings } = webhooks.deliveryLogSql('whk_plan', { ...filter, status: 'status' in filter ? [...filter.status] : undefined }, 21);
+        assertReadsIndex(await planOf(service.db.knex, factory.name, sql, bindings), factory.name, 'webhook_deliveries', 'webhook_deliveries_log_idx', {
+          inOrder: true,
+        });
       });
     }
 
@@ -183,7 +200,12 @@ for (const factory of testDatabases()) {
       // The clock does not move: every delivery is made at one instant, and only ids order them.
       await createCompleted(api, 5);
       const [first, second] = endpoints as [string, string];
-      const whole = (await webhooks.listDeliveries(first, 100, undefined))!;
+      const pageOf = async (webhookId: string, limit: number, query: Parameters<typeof webhooks.listDeliveries>[2] = {}) => {
+        const page = await webhooks.listDeliveries(webhookId, limit, query);
+        assert.ok(!('refused' in page), JSON.stringify(page));
+        return page;
+      };
+      const whole = await pageOf(first, 100);
       assert.equal(whole.deliveries.length, 5);
       assert.equal(new Set(whole.deliveries.map((d) => d.createdAt)).size, 1);
       const ids = whole.deliveries.map((d) => d.id);
@@ -195,7 +217,7 @@ for (const factory of testDatabases()) {
       const pages: Array<{ ids: string[]; hasMore: boolean }> = [];
       let after: string | undefined;
       do {
-        const page = (await webhooks.listDeliveries(first, 2, after))!;
+        const page = await pageOf(first, 2, { startingAfter: after });
         pages.push({ ids: page.deliveries.map((d) => d.id), hasMore: page.hasMore });
         after = page.deliveries.at(-1)?.id;
       } while (pages.at(-1)!.hasMore);
@@ -207,9 +229,27 @@ for (const factory of testDatabases()) {
 
       // The other endpoint's newest delivery, as a cursor here: it would stand before most of this
       // log's deliveries if the cursor were looked up without the endpoint.
-      const [otherNewest] = (await webhooks.listDeliveries(second, 1, undefined))!.deliveries;
+      const [otherNewest] = (await pageOf(second, 1)).deliveries;
       assert.ok(ids.some((id) => id < otherNewest!.id));
-      assert.equal(await webhooks.listDeliveries(first, 20, otherNewest!.id), null);
+      assert.deepEqual(await webhooks.listDeliveries(first, 20, { startingAfter: otherNewest!.id }), { refused: 'starting_after' });
+      assert.deepEqual(await webhooks.listDeliveries(first, 20, { endingBefore: otherNewest!.id }), { refused: 'ending_before' });
+
+      // Backwards from the oldest: the nearest newer deliveries, each page newest first.
+      const back: string[][] = [];
+      let before = ids.at(-1)!;
+      for (;;) {
+        const page = await pageOf(first, 2, { endingBefore: before });
+        back.unshift(page.deliveries.map((d) => d.id));
+        before = page.deliveries[0]!.id;
+        if (!page.hasMore) break;
+      }
+      assert.deepEqual(back.flat(), ids.slice(0, -1));
+      // By state: all are pending here (the targets are never reached in this test).
+      assert.deepEqual(
+        (await pageOf(first, 100, { status: ['pending', 'failed'] })).deliveries.map((d) => d.id),
+        ids,
+      );
+      assert.deepEqual((await pageOf(first, 100, { status: ['succeeded'] })).deliveries, []);
     });
 
     it("a creator's access report and erasure find their deliveries by verification through an index, not by reading them all", async () => {

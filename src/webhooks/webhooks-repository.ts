@@ -150,6 +150,17 @@ const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
 });
 
 /** Where a page of an endpoint's delivery log starts: after this delivery, in the log's order. */
+/** What a page of an endpoint's delivery log is filtered by. */
+export interface DeliveryLogFilter {
+  status?: string[];
+  createdGte?: string;
+  createdLt?: string;
+  /** The previous page's last delivery: the deliveries made before it. */
+  after?: DeliveryLogPosition;
+  /** The next page's first delivery: the deliveries made after it, nearest first. */
+  before?: DeliveryLogPosition;
+}
+
 export interface DeliveryLogPosition {
   createdAt: string;
   id: string;
@@ -473,34 +484,56 @@ export class WebhooksRepository {
     return { webhook_deliveries: deleted };
   }
 
-  /** A page of one endpoint's log; null when `startingAfter` is not a delivery of that endpoint. */
-  async listDeliveries(webhookId: string, limit: number, startingAfter: string | undefined): Promise<{ deliveries: Delivery[]; hasMore: boolean } | null> {
-    let after: DeliveryLogPosition | undefined;
-    if (startingAfter) {
-      const cursor = await this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId, id: startingAfter }).first('created_at', 'id');
-      if (!cursor) return null;
-      after = { createdAt: cursor.created_at, id: cursor.id };
+  /**
+   * A page of one endpoint's log, newest first; null when a cursor is not a delivery of that
+   * endpoint (`refused` names which).
+   */
+  async listDeliveries(
+    webhookId: string,
+    limit: number,
+    query: { startingAfter?: string; endingBefore?: string; status?: string[]; createdGte?: string; createdLt?: string },
+  ): Promise<{ deliveries: Delivery[]; hasMore: boolean } | { refused: 'starting_after' | 'ending_before' }> {
+    const positionOf = async (id: string): Promise<DeliveryLogPosition | undefined> => {
+      const cursor = await this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId, id }).first('created_at', 'id');
+      return cursor && { createdAt: cursor.created_at, id: cursor.id };
+    };
+    const filter: DeliveryLogFilter = { status: query.status, createdGte: query.createdGte, createdLt: query.createdLt };
+    if (query.startingAfter !== undefined) {
+      filter.after = await positionOf(query.startingAfter);
+      if (!filter.after) return { refused: 'starting_after' };
     }
-    const rows: DeliveryRow[] = await this.deliveryLogPage(webhookId, after, limit + 1);
-    const page = rows.slice(0, limit);
+    if (query.endingBefore !== undefined) {
+      filter.before = await positionOf(query.endingBefore);
+      if (!filter.before) return { refused: 'ending_before' };
+    }
+    const rows: DeliveryRow[] = await this.deliveryLogPage(webhookId, filter, limit + 1);
+    // A page before a cursor is read nearest first: shown newest first.
+    const page = filter.before ? rows.slice(0, limit).reverse() : rows.slice(0, limit);
     return { deliveries: await this.withAttempts(page), hasMore: rows.length > limit };
   }
 
   /** The SQL of a delivery-log page, for the test that reads its plan (no scan, no sort) on both databases. */
-  deliveryLogSql(webhookId: string, after: DeliveryLogPosition | undefined, limit: number): { sql: string; bindings: readonly unknown[] } {
-    const { sql, bindings } = this.deliveryLogPage(webhookId, after, limit).toSQL();
+  deliveryLogSql(webhookId: string, filter: DeliveryLogFilter, limit: number): { sql: string; bindings: readonly unknown[] } {
+    const { sql, bindings } = this.deliveryLogPage(webhookId, filter, limit).toSQL();
     return { sql, bindings };
   }
 
-  /** Newest first from the keyset `after` on: one range of webhook_deliveries_log_idx (migration 019), in its order. */
-  private deliveryLogPage(webhookId: string, after: DeliveryLogPosition | undefined, limit: number) {
+  /** One range of webhook_deliveries_log_idx (migration 019), in its order, from a cursor on. */
+  private deliveryLogPage(webhookId: string, filter: DeliveryLogFilter, limit: number) {
     const query = this.knex<DeliveryRow>('webhook_deliveries').where({ webhook_id: webhookId });
-    // A row-value comparison, which both databases answer as one range of the index.
-    if (after) void query.andWhereRaw('(created_at, id) < (?, ?)', [after.createdAt, after.id]);
+    // Compared as an expression no index serves, so that the log's index is still read in its
+    // order, filtered, rather than the (status, next_attempt_at) index read and sorted.
+    if (filter.status) void query.andWhereRaw(`status || '' in (${filter.status.map(() => '?').join(', ')})`, filter.status);
+    if (filter.createdGte) void query.andWhere('created_at', '>=', filter.createdGte);
+    if (filter.createdLt) void query.andWhere('created_at', '<', filter.createdLt);
+    // Row-value comparisons, which both databases answer as one range of the index.
+    if (filter.after) void query.andWhereRaw('(created_at, id) < (?, ?)', [filter.after.createdAt, filter.after.id]);
+    if (filter.before) void query.andWhereRaw('(created_at, id) > (?, ?)', [filter.before.createdAt, filter.before.id]);
+    const order = filter.before ? 'asc' : 'desc';
     return query
       .orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
+        { column: 'created_at', order },
+        { column: 'id', order },
       ])
       .limit(limit);
   }

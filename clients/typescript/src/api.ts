@@ -279,9 +279,11 @@ export interface paths {
         /**
          * List an endpoint's deliveries
          * @description The delivery log of one endpoint, newest first: each delivery with its attempts, response
-         *     status codes and timings. Paginate with `starting_after`; one that is not a delivery of this
-         *     endpoint (never issued, another endpoint's, or erased since) is `400 validation_error`, as
-         *     on the verification list.
+         *     status codes and timings. Filters combine with AND. Paginate as on the verification list:
+         *     `starting_after` with the last `delivery_id` of a page for the next (older) one,
+         *     `ending_before` with the first for the one before it (newer), each page newest first. A
+         *     cursor that is not a delivery of this endpoint (never issued, another endpoint's, or erased
+         *     since) is `400 validation_error`, and so is a request with both cursors.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -2237,8 +2239,16 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit"];
-                /** @description A `delivery_id` from the previous page; the page starts after it. */
+                /** @description A `delivery_id` from the previous page; this page holds the deliveries made before it. */
                 starting_after?: components["schemas"]["DeliveryId"];
+                /** @description A `delivery_id` from the next page; this page holds the deliveries made after it, the nearest ones. */
+                ending_before?: components["schemas"]["DeliveryId"];
+                /** @description Only deliveries in one of these states, comma-separated (`status=pending,failed`). */
+                status?: ("pending" | "succeeded" | "failed")[];
+                /** @description Only deliveries made at or after this instant (inclusive). */
+                created_gte?: string;
+                /** @description Only deliveries made before this instant (exclusive). */
+                created_lt?: string;
             };
             header?: never;
             path: {

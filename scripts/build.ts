@@ -4,9 +4,11 @@
 // 30 MB of a loaded server's resident memory (docs/performance.md); the bundles are built from the
 // sources on every start, so they cannot drift from them. Packages stay in node_modules (imported,
 // not bundled), and the sources' `import.meta.url` keeps pointing at each source file, relative to
-// the bundle, so files they read beside them (the contract, the docs) are found as before.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+// the bundle, so files they read beside them (the contract, the docs) are found as before. Tests build
+// into a temporary directory of their own instead (`buildServer(dir)`), so that they write nothing
+// into the checkout.
+import { existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 
@@ -28,13 +30,15 @@ function sourceModuleUrls(outDir: string): Plugin {
 }
 
 /**
- * Builds both bundles and their source maps. Each file is written beside its place and renamed into
- * it, so a process starting meanwhile reads the previous build or this one, never half of one.
+ * Builds both bundles and their source maps into `outDir` (.build/ unless told otherwise). Each file
+ * is written beside its place and renamed into it, so a process starting meanwhile reads the previous
+ * build or this one, never half of one.
  */
-export async function buildServer(): Promise<{ server: string; tracing: string }> {
+export async function buildServer(outDir = BUILD_DIR): Promise<{ server: string; tracing: string }> {
+  const dir = resolve(outDir);
   const result = await build({
     entryPoints: { server: join(root, 'src/server.ts'), tracing: join(root, 'src/platform/tracing/tracing.ts') },
-    outdir: BUILD_DIR,
+    outdir: dir,
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -43,17 +47,21 @@ export async function buildServer(): Promise<{ server: string; tracing: string }
     // Stack traces name the sources' lines when node runs with --enable-source-maps.
     sourcemap: 'linked',
     sourcesContent: false,
-    plugins: [sourceModuleUrls(BUILD_DIR)],
+    plugins: [sourceModuleUrls(dir)],
     write: false,
     logLevel: 'warning',
   });
-  mkdirSync(BUILD_DIR, { recursive: true });
+  mkdirSync(dir, { recursive: true });
+  // The bundles import their packages (they are not bundled), which node looks for in a node_modules
+  // beside or above them: outside the project, a link to the project's own.
+  const packages = join(dir, 'node_modules');
+  if (relative(root, dir).startsWith('..') && !existsSync(packages)) symlinkSync(join(root, 'node_modules'), packages, 'dir');
   for (const file of result.outputFiles) {
-    const staging = join(dirname(file.path), `.${process.pid}.${relative(BUILD_DIR, file.path)}`);
+    const staging = join(dirname(file.path), `.${process.pid}.${relative(dir, file.path)}`);
     writeFileSync(staging, file.contents);
     renameSync(staging, file.path);
   }
-  return { server: join(BUILD_DIR, 'server.js'), tracing: join(BUILD_DIR, 'tracing.js') };
+  return { server: join(dir, 'server.js'), tracing: join(dir, 'tracing.js') };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await buildServer();

@@ -7,7 +7,7 @@ import { dirname, isAbsolute, join, normalize, relative } from 'node:path';
 import { once } from 'node:events';
 import { PUBLIC_DEMO_API_KEY } from './platform/config.ts';
 import { freePort } from '../test/support/free-port.ts';
-import { serverProcessArgs } from '../test/support/server-process.ts';
+import { checkoutForNpmStart, serverBundles, serverProcessArgs } from '../test/support/server-process.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -53,8 +53,13 @@ describe('server process', function () {
     // Paths as written from the project's root, wherever the harness runs from.
     const asWritten = (args: string[]) => args.map((arg) => (isAbsolute(arg) ? relative(root, arg) : normalize(arg)));
     assert.deepEqual(asWritten(startNode.split(/\s+/)), asWritten(dockerArgs));
-    // The harness's command starts with SERVER_NODE_FLAGS, so all three carry them.
-    assert.deepEqual(asWritten(await serverProcessArgs()), asWritten(dockerArgs));
+    // The harness's command starts with SERVER_NODE_FLAGS, so all three carry them. It runs the same
+    // bundles, built into a temporary directory instead of .build/.
+    const bundles = await serverBundles();
+    const harness = (await serverProcessArgs()).map((arg) =>
+      arg === bundles.tracing ? '.build/tracing.js' : arg === bundles.server ? '.build/server.js' : arg,
+    );
+    assert.deepEqual(asWritten(harness), asWritten(dockerArgs));
   });
 
   it('builds an image that holds every file the server reads beside its sources', () => {
@@ -125,7 +130,7 @@ describe('server process', function () {
     const port = await freePort();
     // In a process group of its own, so that whatever it started can be stopped with it.
     const npm = spawn('npm', ['start'], {
-      cwd: root,
+      cwd: checkoutForNpmStart(),
       env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}` },
       detached: true,
     });

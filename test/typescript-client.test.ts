@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -113,7 +113,18 @@ describe('typed TypeScript client: packed, installed into an empty project and r
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'civ-client-package-'));
-    await run('npm', ['pack', '--pack-destination', dir], { cwd: join(root, 'clients', 'typescript') });
+    // Packed from a copy, compiled there as its prepack compiles it, so that the checkout gets no dist/.
+    const client = join(root, 'clients', 'typescript');
+    const copy = join(dir, 'client');
+    cpSync(client, copy, { recursive: true, filter: (path) => !/[/\\](dist|node_modules)$/.test(path) });
+    await run(process.execPath, [
+      join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
+      '-p',
+      join(client, 'tsconfig.build.json'),
+      '--outDir',
+      join(copy, 'dist'),
+    ]);
+    await run('npm', ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: copy });
     const tarball = readdirSync(dir).find((file) => /^civ-client-.*\.tgz$/.test(file));
     assert.ok(tarball, 'npm pack left a tarball');
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'lender-app', private: true, type: 'module' }));

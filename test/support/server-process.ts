@@ -1,8 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildServer } from '../../scripts/build.ts';
 import { freePort } from './free-port.ts';
+import { refuseInQuickTier } from './tiers.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -17,14 +20,47 @@ export const SERVER_NODE_FLAGS = ['--max-semi-space-size=2', '--enable-source-ma
 
 let built: Promise<{ server: string; tracing: string }> | undefined;
 
+/** A temporary directory, removed when this process exits: tests write nothing into the checkout. */
+function temporaryDirectory(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * The bundles a server process runs (scripts/build.ts), built once per test or benchmark process into
+ * a temporary directory rather than the checkout's .build/.
+ */
+export function serverBundles(): Promise<{ server: string; tracing: string }> {
+  return (built ??= buildServer(temporaryDirectory('civ-server-build-')));
+}
+
 /**
  * What node runs to start the server as `npm start` does: the server's flags, the tracing preload
- * and the bundle built from src/ (scripts/build.ts), built once per test or benchmark process. A
- * test in src/server.test.ts keeps this equal to npm start and the Dockerfile's CMD.
+ * and the bundle built from src/. A test in src/server.test.ts keeps this equal to npm start and the
+ * Dockerfile's CMD.
  */
 export async function serverProcessArgs(options: { nodeArgs?: string[] } = {}): Promise<string[]> {
-  const bundles = await (built ??= buildServer());
+  refuseInQuickTier('starts a server process');
+  const bundles = await serverBundles();
   return [...SERVER_NODE_FLAGS, ...(options.nodeArgs ?? []), '--import', bundles.tracing, bundles.server];
+}
+
+/**
+ * A directory to run `npm start` in as if it were the checkout, so that its build lands there and not
+ * in the checkout's .build/: every entry of the checkout linked, except scripts/build.ts, copied, since
+ * the build writes beside the project it finds itself in.
+ */
+export function checkoutForNpmStart(): string {
+  refuseInQuickTier('starts a server process');
+  const dir = temporaryDirectory('civ-npm-start-');
+  for (const entry of readdirSync(root)) {
+    if (entry === '.build' || entry === '.git' || entry === 'scripts') continue;
+    symlinkSync(join(root, entry), join(dir, entry));
+  }
+  mkdirSync(join(dir, 'scripts'));
+  cpSync(join(root, 'scripts', 'build.ts'), join(dir, 'scripts', 'build.ts'));
+  return dir;
 }
 
 /** CPU time (user + system, all threads) a process has used so far, in µs (Linux /proc; 0 elsewhere). */

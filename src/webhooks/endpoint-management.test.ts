@@ -284,6 +284,30 @@ for (const factory of testDatabases()) {
       assert.equal(receiver.to(endpoint.path).length, 3);
     });
 
+    it('an attempt under way when the endpoint is disabled: its retry is held, not scheduled, and sent on enabling', async () => {
+      const endpoint = await register(['verification.expired']);
+      receiver.answerWith(endpoint.path, { status: 503, delayMs: 300 });
+      const response = await api()
+        .post('/verifications', { obligor_reference: `test-expire-${randomUUID().slice(0, 8)}`, creator_platforms: ['youtube'] })
+        .set('Idempotency-Key', randomUUID());
+      assert.equal(response.status, 201, response.text);
+      clock.advance(10_000);
+      await service.jobs.runDue();
+      const sending = service.deliveries.runDue();
+      while (receiver.to(endpoint.path).length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal((await api().patch(`/webhooks/${endpoint.webhook_id}`, { enabled: false })).status, 200);
+      await sending;
+      const [held] = await log(endpoint.webhook_id);
+      assert.deepEqual([held?.status, held?.attempts.length, held?.next_attempt_at], ['pending', 1, null]);
+      clock.advance(2 * HOUR);
+      await service.deliveries.runDue();
+      assert.equal(receiver.to(endpoint.path).length, 1, 'the retry waits while the endpoint is disabled');
+      await api().patch(`/webhooks/${endpoint.webhook_id}`, { enabled: true });
+      await service.deliveries.runDue();
+      assert.equal(receiver.to(endpoint.path).length, 2);
+      assert.equal((await log(endpoint.webhook_id))[0]?.status, 'succeeded');
+    });
+
     it('a replay asked for while disabled waits with the other held deliveries', async () => {
       const endpoint = await register(['verification.expired']);
       await oneEvent();

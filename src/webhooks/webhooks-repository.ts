@@ -468,11 +468,17 @@ export class WebhooksRepository {
           sql: `case id ${chunk.map(() => `when ? then ${cast}`).join(' ')} end`,
           bindings: chunk.flatMap((record) => [record.deliveryId, value(record)]),
         });
+        const next = each((r) => r.outcome.nextAttemptAt);
         const columns = {
           status: each((r) => r.outcome.status),
           attempts: each((r) => r.attempt.attempt, 'cast(? as integer)'),
           first_attempt_at: each((r) => r.outcome.firstAttemptAt),
-          next_attempt_at: each((r) => r.outcome.nextAttemptAt),
+          // An attempt that was under way when its endpoint was disabled: its retry is held like
+          // the endpoint's other pending deliveries (P29), not scheduled.
+          next_attempt_at: {
+            sql: `case when exists (select 1 from webhook_endpoints w where w.id = webhook_deliveries.webhook_id and w.disabled_at is not null) then null else ${next.sql} end`,
+            bindings: next.bindings,
+          },
         };
         await trx.raw(
           `update webhook_deliveries set ${Object.entries(columns)

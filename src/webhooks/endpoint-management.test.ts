@@ -308,6 +308,28 @@ for (const factory of testDatabases()) {
       assert.equal((await log(endpoint.webhook_id))[0]?.status, 'succeeded');
     });
 
+    it('PATCHes sent at once, disabling and enabling: the held deliveries always agree with the state the endpoint ends in', async () => {
+      for (let round = 0; round < 3; round += 1) {
+        const endpoint = await register(['verification.expired']);
+        receiver.answerWith(endpoint.path, 503);
+        await oneEvent();
+        const responses = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            api().patch(`/webhooks/${endpoint.webhook_id}`, i % 5 === 4 ? { url: `${receiverUrl}${endpoint.path}` } : { enabled: i % 2 === 0 }),
+          ),
+        );
+        assert.deepEqual([...new Set(responses.map((r) => r.status))], [200]);
+        const { enabled } = (await api().get(`/webhooks/${endpoint.webhook_id}`)).body as { enabled: boolean };
+        const [pending] = await log(endpoint.webhook_id);
+        assert.equal(pending?.status, 'pending');
+        assert.equal(pending.next_attempt_at === null, !enabled, `enabled ${enabled}, next_attempt_at ${pending.next_attempt_at}`);
+        await api().patch(`/webhooks/${endpoint.webhook_id}`, { enabled: true });
+        clock.advance(HOUR);
+        await service.deliveries.runDue();
+        assert.equal((await log(endpoint.webhook_id))[0]?.status, 'succeeded', 'sent once enabled');
+      }
+    });
+
     it('a replay asked for while disabled waits with the other held deliveries', async () => {
       const endpoint = await register(['verification.expired']);
       await oneEvent();

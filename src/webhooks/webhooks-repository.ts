@@ -281,9 +281,10 @@ export class WebhooksRepository {
   /**
    * Changes the endpoint's url, events or state in one transaction, and with the state its pending
    * deliveries (P29): disabling holds them (pending, `next_attempt_at` null, which no claim
-   * selects), enabling makes the held ones due at `at`, the time of the change. The endpoint's row is updated first, so a
-   * concurrent change or replay waits for this one's commit on PostgreSQL (its row lock) and SQLite
-   * (its single writer). The endpoint as changed, or null when the lender has no such live endpoint.
+   * selects), enabling makes the held ones due at `at`, the time of the change. The endpoint's row
+   * is updated first, so a concurrent change or replay waits for this one's commit on PostgreSQL
+   * (its row lock) and SQLite (its single writer). The endpoint as changed, or null when the lender
+   * has no such live endpoint.
    */
   async updateEndpoint(lenderId: string, webhookId: string, change: EndpointChange, at: string): Promise<WebhookEndpoint | null> {
     return this.knex.transaction(async (trx) => {
@@ -388,9 +389,9 @@ export class WebhooksRepository {
          where id in (
            select d.id from webhook_deliveries d
            where ((d.status = 'pending' and d.next_attempt_at <= ?) or (d.status = 'sending' and d.locked_until < ?))
-             -- A disabled endpoint's deliveries wait (P29). Disabling holds its pending ones out of
-             -- this range already; this catches one being sent at that moment, whose retry is then
-             -- scheduled, and one made by an event committed as the endpoint was being disabled.
+             -- A disabled endpoint's deliveries wait (P29). Disabling, and recording an attempt that
+             -- was under way, hold them out of this range already; this catches the rest: one put
+             -- off unsent at that moment, and one made by an event committed alongside the PATCH.
              and not exists (select 1 from webhook_endpoints w where w.id = d.webhook_id and w.disabled_at is not null)
              and not exists (
                select 1 from webhook_deliveries e

@@ -11,7 +11,7 @@ import { attemptWaitMs, placeholderUrl, requireWebhooks, WEBHOOKS_PATH, WebhookS
  * with its overlap (both signatures in one header, either verifies), and POST /webhooks/{id}/test.
  */
 
-type Webhook = { webhook_id: string; url: string; events: string[]; created_at: string; previous_secret_expires_at: string | null };
+type Webhook = { webhook_id: string; url: string; events: string[]; enabled: boolean; created_at: string; previous_secret_expires_at: string | null };
 type Rotated = Webhook & { secret: string };
 
 /** Section 5.7 / P25: the overlap a rotation without `overlap_seconds` gives the old secret. */
@@ -44,6 +44,7 @@ forEachTarget((target) => {
         webhook_id: created.webhook_id,
         url: created.url,
         events: created.events,
+        enabled: true,
         created_at: created.created_at,
         previous_secret_expires_at: null,
       });

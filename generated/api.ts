@@ -215,7 +215,25 @@ export interface paths {
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update or disable a webhook endpoint
+         * @description Changes the endpoint's `url`, `events` or `enabled`, any of them, at least one. The
+         *     endpoint keeps its `webhook_id`, its signing secret and its delivery log.
+         *
+         *     * `url` is checked exactly as at registration: an `https` URL whose host resolves to
+         *       public addresses only (`400 validation_error` naming `url` otherwise). Deliveries
+         *       still pending, and their retries, go to the new URL.
+         *     * `events` replaces the subscription: events recorded from then on are delivered by the
+         *       new list; deliveries already made for the old one are still sent.
+         *     * `enabled: false` pauses the endpoint (P29). Events recorded while it is disabled are
+         *       not delivered to it, and never will be: no delivery is made for them. Deliveries
+         *       already pending are kept, unattempted, in the delivery log with `status: pending`
+         *       and `next_attempt_at: null`; `enabled: true` sends them at once, in their order, and
+         *       the endpoint receives the events recorded from then on. A replay asked for while the
+         *       endpoint is disabled waits the same way. A disabled endpoint still counts towards the
+         *       20 a lender may have, and `POST /webhooks/{id}/test` still reaches it.
+         */
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/api/v1/webhooks/{webhook_id}/rotate-secret": {
@@ -833,12 +851,30 @@ export interface components {
             url: string;
             events: components["schemas"]["EventName"][];
         };
+        /** @description The fields to change; those left out keep their value. */
+        WebhookUpdateRequest: {
+            /**
+             * Format: uri
+             * @description An `https` URL whose host resolves to public addresses only, checked as at registration.
+             */
+            url?: string;
+            /** @description The new subscription, replacing the old one. */
+            events?: components["schemas"]["EventName"][];
+            /** @description false pauses deliveries (none for events recorded meanwhile, pending ones held); true resumes them. */
+            enabled?: boolean;
+        };
         /** @description Fields every view of a webhook endpoint has. */
         WebhookFields: {
             webhook_id: string;
             /** Format: uri */
             url: string;
             events: components["schemas"]["EventName"][];
+            /**
+             * @description Whether events are delivered to the endpoint. A disabled one (`PATCH` with
+             *     `enabled: false`) gets no deliveries for the events recorded meanwhile, and its pending
+             *     deliveries wait until it is enabled again. True for every endpoint not disabled.
+             */
+            enabled: boolean;
             created_at: components["schemas"]["Timestamp"];
             /** @description While a rotated-out secret still signs deliveries (beside the current one), when it stops; null otherwise. */
             previous_secret_expires_at: components["schemas"]["Timestamp"] | null;
@@ -896,6 +932,10 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "succeeded" | "failed";
             attempts: components["schemas"]["DeliveryAttempt"][];
+            /**
+             * @description When the next attempt is due; null once the delivery succeeded or failed, and while it
+             *     is pending for a disabled endpoint (it is attempted when the endpoint is enabled again).
+             */
             next_attempt_at: components["schemas"]["Timestamp"] | null;
             /** @description The delivery this one replays, if it is a replay. */
             replay_of?: components["schemas"]["DeliveryId"] | null;
@@ -2148,6 +2188,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id (`whk_...`).
+                 * @example whk_3Jd8sL2pQ9vX1mZa
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed (without its secret, which is unchanged). */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

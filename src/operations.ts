@@ -18,6 +18,7 @@ import { gdprErase } from './gdpr/http/gdprErase.ts';
 import { gdprExport } from './gdpr/http/gdprExport.ts';
 import type { VerificationLifecycle } from './verifications/verification-lifecycle.ts';
 import * as webhookHandlers from './webhooks/http/handlers.ts';
+import { updateWebhook } from './webhooks/http/updateWebhook.ts';
 
 /**
  * Operations of spec/openapi.yaml whose handlers are not delivered yet, with the feature that
@@ -54,6 +55,7 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     createWebhook: webhookHandlers.createWebhook(deps.webhooks),
     listWebhooks: webhookHandlers.listWebhooks(deps.webhooks),
     getWebhook: webhookHandlers.getWebhook(deps.webhooks),
+    updateWebhook: updateWebhook(deps.webhooks),
     deleteWebhook: webhookHandlers.deleteWebhook(deps.webhooks),
     rotateWebhookSecret: webhookHandlers.rotateWebhookSecret(deps.webhooks),
     sendWebhookTest: webhookHandlers.sendWebhookTest(deps.webhooks),

@@ -165,9 +165,11 @@ for (const n of [1, 2]) {
 }
 const hooks = [];
 for await (const w of client.webhooks({ limit: 1 })) hooks.push(w.webhook_id);
+const { data: paused } = await client.api.PATCH('/api/v1/webhooks/{webhook_id}', { params: { path: { webhook_id: hooks[0] } }, body: { enabled: false } });
+const { data: again } = await client.api.GET('/api/v1/webhooks/{webhook_id}', { params: { path: { webhook_id: hooks[0] } } });
 const signed = await client.signedTape(created[0], { schemaVersion: '1.2.0' });
 const { response: missing } = await client.api.GET('/api/v1/verifications/{verification_id}', { params: { path: { verification_id: 'vrf_unknown' } } });
-console.log(JSON.stringify({ created, status: one.status, listed, hooks: hooks.length, tapeVersion: signed.tape.schema_version, kid: signed.kid, missing: missing.status }));
+console.log(JSON.stringify({ created, status: one.status, listed, hooks: hooks.length, paused: [paused.enabled, again.enabled], tapeVersion: signed.tape.schema_version, kid: signed.kid, missing: missing.status }));
 `,
     );
     const { stdout } = await run(process.execPath, ['app.mjs'], { cwd: dir, env: { ...process.env, BASE: base, KEY: DEMO_KEY } });
@@ -176,6 +178,7 @@ console.log(JSON.stringify({ created, status: one.status, listed, hooks: hooks.l
       status: string;
       listed: string[];
       hooks: number;
+      paused: boolean[];
       tapeVersion: string;
       kid: string;
       missing: number;
@@ -183,6 +186,7 @@ console.log(JSON.stringify({ created, status: one.status, listed, hooks: hooks.l
     assert.equal(result.status, 'completed');
     assert.deepEqual(result.listed, [...result.created].reverse(), 'every verification once, newest first, one page at a time');
     assert.equal(result.hooks, 2);
+    assert.deepEqual(result.paused, [false, false], 'PATCH through the typed client disabled the endpoint');
     assert.equal(result.tapeVersion, '1.2.0');
     assert.match(result.kid, /^[A-Za-z0-9_-]{43}$/);
     assert.equal(result.missing, 404);

@@ -205,11 +205,16 @@ for (const factory of testDatabases()) {
         assert.ok(!response.text.includes(secret));
       }
       assert.ok(!(await intruder.agent.get('/dashboard/webhooks')).text.includes(webhookId));
-      for (const action of ['secret', 'rotate-secret', 'test', 'delete', `deliveries/${deliveryId}/replay`]) {
-        const response = await intruder.agent.post(`/dashboard/webhooks/${webhookId}/${action}`).type('form').send({ _csrf: intruder.csrf });
+      const before = (await a.api.get(`/webhooks/${webhookId}`)).body;
+      for (const action of ['secret', 'rotate-secret', 'test', 'enabled', 'update', 'delete', `deliveries/${deliveryId}/replay`]) {
+        const response = await intruder.agent
+          .post(`/dashboard/webhooks/${webhookId}/${action}`)
+          .type('form')
+          .send({ _csrf: intruder.csrf, enabled: 'false', url: 'https://8.8.8.8/stolen', events: 'tape.updated' });
         assert.equal(response.status, 404, action);
         assert.ok(!response.text.includes(secret), action);
       }
+      assert.deepEqual((await a.api.get(`/webhooks/${webhookId}`)).body, before, 'neither disabled nor moved');
       const log = await a.api.get(`/webhooks/${webhookId}/deliveries`);
       assert.equal(log.body.data.length, 1, 'no replay was made');
       assert.equal((await a.api.get(`/webhooks/${webhookId}`)).status, 200, 'not deleted');
@@ -277,9 +282,13 @@ for (const factory of testDatabases()) {
       assert.equal(detail.status, 200);
       assert.ok(detail.text.includes('HTTP 500'));
       assert.ok(!detail.text.includes('Replay</button>'), 'no replay button for a viewer');
-      for (const action of ['secret', 'rotate-secret', `deliveries/${deliveryId}/replay`]) {
-        assert.equal((await viewer.agent.post(`/dashboard/webhooks/${webhookId}/${action}`).type('form').send({ _csrf: viewer.csrf })).status, 403, action);
+      assert.ok(!detail.text.includes('Disable endpoint') && !detail.text.includes('Save changes'), 'no edit form for a viewer');
+      const before = (await a.api.get(`/webhooks/${webhookId}`)).body;
+      for (const action of ['secret', 'rotate-secret', 'enabled', 'update', `deliveries/${deliveryId}/replay`]) {
+        const form = { _csrf: viewer.csrf, enabled: 'false', url: 'https://8.8.8.8/elsewhere', events: 'tape.updated' };
+        assert.equal((await viewer.agent.post(`/dashboard/webhooks/${webhookId}/${action}`).type('form').send(form)).status, 403, action);
       }
+      assert.deepEqual((await a.api.get(`/webhooks/${webhookId}`)).body, before, 'a viewer changed the endpoint');
       receiver.clearScript(path);
       // The log is newest first; the replay comes a moment after the original.
       clock.advance(1000);

@@ -309,6 +309,8 @@ ${input.benchmark ? benchmarkSection(input.benchmark) : ''}`,
 
 // Webhooks
 
+const stateOf = (w: Webhook) => (w.enabled ? 'enabled' : 'disabled');
+
 function secretBox(label: string, secret: string): string {
   return `<p>${e(label)}</p><p class="secret" id="secret">${e(secret)}</p>`;
 }
@@ -318,7 +320,8 @@ export function webhookListPage(
   input: { data: Webhook[]; hasMore: boolean; events: readonly EventName[]; notice?: string; created?: { webhook: Webhook; secret: string } },
 ): string {
   const rows = input.data.map(
-    (w) => `<tr><td><a href="/dashboard/webhooks/${e(w.webhook_id)}">${e(w.url)}</a></td><td>${e(w.events.join(', '))}</td><td>${when(w.created_at)}</td></tr>`,
+    (w) =>
+      `<tr><td><a href="/dashboard/webhooks/${e(w.webhook_id)}">${e(w.url)}</a></td><td>${e(w.events.join(', '))}</td><td>${stateOf(w)}</td><td>${when(w.created_at)}</td></tr>`,
   );
   const last = input.data.at(-1);
   const created = input.created
@@ -344,7 +347,7 @@ ${input.events.map((name) => `<label><input type="checkbox" name="events" value=
     `<h1>Webhook endpoints</h1>
 ${notice(input.notice)}
 ${created}
-${table('Webhook endpoints', ['URL', 'Events', 'Created'], rows, 'No endpoints yet.')}
+${table('Webhook endpoints', ['URL', 'Events', 'State', 'Created'], rows, 'No endpoints yet.')}
 ${input.hasMore && last ? `<p><a href="/dashboard/webhooks?starting_after=${e(last.webhook_id)}">Next page</a></p>` : ''}
 ${form}`,
   );
@@ -352,7 +355,15 @@ ${form}`,
 
 export function webhookPage(
   viewer: Viewer,
-  input: { webhook: Webhook; deliveries: Delivery[]; hasMore: boolean; notice?: string; secret?: { label: string; value: string }; test?: string },
+  input: {
+    webhook: Webhook;
+    deliveries: Delivery[];
+    hasMore: boolean;
+    events: readonly EventName[];
+    notice?: string;
+    secret?: { label: string; value: string };
+    test?: string;
+  },
 ): string {
   const w = input.webhook;
   const base = `/dashboard/webhooks/${e(w.webhook_id)}`;
@@ -387,6 +398,19 @@ export function webhookPage(
 <select id="overlap" name="overlap_seconds"><option value="86400" selected>24 hours</option><option value="3600">1 hour</option><option value="604800">7 days</option><option value="0">no overlap</option></select>
 <button type="submit">Rotate secret</button></p></form>
 <form method="post" action="${base}/test">${csrf(viewer)}<button type="submit" class="secondary">Send a test event</button></form>
+<form method="post" action="${base}/enabled">${csrf(viewer)}<input type="hidden" name="enabled" value="${w.enabled ? 'false' : 'true'}">${
+        w.enabled
+          ? '<button type="submit" class="secondary">Disable endpoint</button> <span class="hint">Events meanwhile are not delivered; pending deliveries wait.</span>'
+          : '<button type="submit">Enable endpoint</button> <span class="hint">Held deliveries are sent at once.</span>'
+      }</form>
+<h3 id="edit">Edit</h3>
+<form method="post" action="${base}/update" aria-labelledby="edit">${csrf(viewer)}
+<p><label for="url">HTTPS URL</label><input id="url" name="url" type="url" required size="60" value="${e(w.url)}"></p>
+<fieldset><legend>Events</legend>
+${input.events.map((name) => `<label><input type="checkbox" name="events" value="${e(name)}"${w.events.includes(name) ? ' checked' : ''}> ${e(name)}</label>`).join('\n')}
+</fieldset>
+<button type="submit">Save changes</button>
+</form>
 <form method="post" action="${base}/delete">${csrf(viewer)}<button type="submit" class="danger">Delete endpoint</button></form>
 </section>`
     : '';
@@ -403,6 +427,7 @@ ${input.secret ? `<section aria-labelledby="secret-title" class="notice"><h2 id=
 <dt>URL</dt><dd>${e(w.url)}</dd>
 <dt>Id</dt><dd class="mono">${e(w.webhook_id)}</dd>
 <dt>Events</dt><dd>${e(w.events.join(', '))}</dd>
+<dt>State</dt><dd>${w.enabled ? 'enabled' : 'disabled: events are not delivered, pending deliveries wait'}</dd>
 <dt>Created</dt><dd>${when(w.created_at)}</dd>
 <dt>Previous secret signs until</dt><dd>${when(w.previous_secret_expires_at)}</dd>
 </dl>

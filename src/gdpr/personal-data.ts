@@ -156,6 +156,7 @@ export const NO_CREATOR_DATA = {
     'deleted_at',
     'previous_secret_ciphertext',
     'previous_secret_expires_at',
+    'disabled_at',
   ],
   /** Counts of tapes per bucket and lender; a tape leaves them when it is erased. */
   benchmark_buckets: ['product_type', 'metric', 'bucket', 'tapes'],

@@ -116,7 +116,7 @@ export async function replayDelivery(
     replayOf: original.id,
     createdAt: now,
   };
-  await deps.webhooks.insertReplay(replay, now);
-  deps.wake();
-  return toDeliveryResource({ ...replay, status: 'pending', attempts: [], nextAttemptAt: now });
+  const { held } = await deps.webhooks.insertReplay(replay, now);
+  if (!held) deps.wake();
+  return toDeliveryResource({ ...replay, status: 'pending', attempts: [], nextAttemptAt: held ? null : now });
 }

@@ -40,7 +40,14 @@ for (const factory of testDatabases()) {
         return body === undefined ? r : r.send(body);
       },
       get: (path: string) => request(service.app).get(`/api/v1${path}`).auth(apiKey, { type: 'bearer' }),
+      patch: (path: string, body: unknown) =>
+        request(service.app)
+          .patch(`/api/v1${path}`)
+          .auth(apiKey, { type: 'bearer' })
+          .send(body as object),
     });
+    type LoggedDelivery = { delivery_id: string; verification_id: string; status: string; attempts: unknown[]; next_attempt_at: string | null };
+    const log = async (webhookId: string) => (await api().get(`/webhooks/${webhookId}/deliveries`)).body.data as LoggedDelivery[];
     const api = () => as(key);
     const register = async (events: string[] = ['verification.expired']) => {
       const path = `/hook-${randomUUID()}`;
@@ -212,6 +219,158 @@ for (const factory of testDatabases()) {
       assert.equal(payload.event_id, response.body.event_id);
       assert.equal(payload.webhook_id, endpoint.webhook_id);
       assert.deepEqual((await api().get(`/webhooks/${endpoint.webhook_id}/deliveries`)).body.data, []);
+    });
+
+    it('PATCH url and events: GET shows the change; the id, secret and delivery log stay; later events follow the new url and list', async () => {
+      const endpoint = await register(['verification.expired']);
+      await oneEvent();
+      assert.equal(receiver.to(endpoint.path).length, 1);
+      const movedPath = `/moved-${randomUUID()}`;
+      const moved = await api().patch(`/webhooks/${endpoint.webhook_id}`, { url: `${receiverUrl}${movedPath}` });
+      assert.equal(moved.status, 200, moved.text);
+      assert.deepEqual(moved.body, { ...(await api().get(`/webhooks/${endpoint.webhook_id}`)).body, url: `${receiverUrl}${movedPath}` });
+      assert.equal(moved.body.enabled, true);
+      assert.equal(moved.body.secret, undefined, 'a PATCH never shows the secret');
+
+      await oneEvent();
+      assert.equal(receiver.to(endpoint.path).length, 1, 'nothing more at the old url');
+      const [atNew] = receiver.to(movedPath);
+      assert.ok(atNew, 'the next event went to the new url');
+      assert.ok(verifyWebhookSignature(atNew.rawBody, atNew.headers['x-service-signature'], endpoint.secret), 'signed with the unchanged secret');
+      assert.equal((await log(endpoint.webhook_id)).length, 2, 'the delivery log kept the delivery to the old url');
+
+      const resubscribed = await api().patch(`/webhooks/${endpoint.webhook_id}`, { events: ['verification.completed'] });
+      assert.deepEqual(resubscribed.body.events, ['verification.completed']);
+      await oneEvent();
+      assert.equal(receiver.to(movedPath).length, 1, 'an expiry is no longer subscribed to');
+      assert.equal((await log(endpoint.webhook_id)).length, 2);
+    });
+
+    it('PATCH enabled false: no delivery for events meanwhile, pending ones held unattempted; enabled true sends the held ones, then new events', async () => {
+      const endpoint = await register(['verification.expired']);
+      receiver.answerWith(endpoint.path, 503);
+      await oneEvent();
+      const [pending] = await log(endpoint.webhook_id);
+      assert.equal(pending?.status, 'pending');
+      assert.ok(pending.next_attempt_at, 'a retry is scheduled');
+
+      const disabled = await api().patch(`/webhooks/${endpoint.webhook_id}`, { enabled: false });
+      assert.equal(disabled.status, 200, disabled.text);
+      assert.equal(disabled.body.enabled, false);
+      assert.equal((await api().get('/webhooks')).body.data.find((w: { webhook_id: string }) => w.webhook_id === endpoint.webhook_id).enabled, false);
+      await oneEvent();
+      clock.advance(2 * HOUR);
+      await service.deliveries.runDue();
+      assert.equal(receiver.to(endpoint.path).length, 1, 'no attempt while disabled, neither the retry nor the new event');
+      const held = await log(endpoint.webhook_id);
+      assert.deepEqual(
+        held.map((d) => [d.delivery_id, d.status, d.attempts.length, d.next_attempt_at]),
+        [[pending.delivery_id, 'pending', 1, null]],
+        'the event recorded while disabled has no delivery; the pending one waits unscheduled',
+      );
+
+      const enabled = await api().patch(`/webhooks/${endpoint.webhook_id}`, { enabled: true });
+      assert.equal(enabled.body.enabled, true);
+      await service.deliveries.runDue();
+      assert.equal(receiver.to(endpoint.path).length, 2, 'the held delivery is sent on enabling');
+      assert.equal(JSON.parse(receiver.to(endpoint.path)[1]!.rawBody.toString()).verification_id, pending.verification_id);
+      await oneEvent();
+      const after = await log(endpoint.webhook_id);
+      assert.deepEqual(
+        after.map((d) => d.status),
+        ['succeeded', 'succeeded'],
+        'the held delivery and the next event; none for the event while disabled',
+      );
+      assert.equal(receiver.to(endpoint.path).length, 3);
+    });
+
+    it('an attempt under way when the endpoint is disabled: its retry is held, not scheduled, and sent on enabling', async () => {
+      const endpoint = await register(['verification.expired']);
+      receiver.answerWith(endpoint.path, { status: 503, delayMs: 300 });
+      const response = await api()
+        .post('/verifications', { obligor_reference: `test-expire-${randomUUID().slice(0, 8)}`, creator_platforms: ['youtube'] })
+        .set('Idempotency-Key', randomUUID());
+      assert.equal(response.status, 201, response.text);
+      clock.advance(10_000);
+      await service.jobs.runDue();
+      const sending = service.deliveries.runDue();
+      while (receiver.to(endpoint.path).length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal((await api().patch(`/webhooks/${endpoint.webhook_id}`, { enabled: false })).status, 200);
+      await sending;
+      const [held] = await log(endpoint.webhook_id);
+      assert.deepEqual([held?.status, held?.attempts.length, held?.next_attempt_at], ['pending', 1, null]);
+      clock.advance(2 * HOUR);
+      await service.deliveries.runDue();
+      assert.equal(receiver.to(endpoint.path).length, 1, 'the retry waits while the endpoint is disabled');
+      await api().patch(`/webhooks/${endpoint.webhook_id}`, { enabled: true });
+      await service.deliveries.runDue();
+      assert.equal(receiver.to(endpoint.path).length, 2);
+      assert.equal((await log(endpoint.webhook_id))[0]?.status, 'succeeded');
+    });
+
+    it('PATCHes sent at once, disabling and enabling: the held deliveries always agree with the state the endpoint ends in', async () => {
+      for (let round = 0; round < 3; round += 1) {
+        const endpoint = await register(['verification.expired']);
+        receiver.answerWith(endpoint.path, 503);
+        await oneEvent();
+        const responses = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            api().patch(`/webhooks/${endpoint.webhook_id}`, i % 5 === 4 ? { url: `${receiverUrl}${endpoint.path}` } : { enabled: i % 2 === 0 }),
+          ),
+        );
+        assert.deepEqual([...new Set(responses.map((r) => r.status))], [200]);
+        const { enabled } = (await api().get(`/webhooks/${endpoint.webhook_id}`)).body as { enabled: boolean };
+        const [pending] = await log(endpoint.webhook_id);
+        assert.equal(pending?.status, 'pending');
+        assert.equal(pending.next_attempt_at === null, !enabled, `enabled ${enabled}, next_attempt_at ${pending.next_attempt_at}`);
+        await api().patch(`/webhooks/${endpoint.webhook_id}`, { enabled: true });
+        clock.advance(HOUR);
+        await service.deliveries.runDue();
+        assert.equal((await log(endpoint.webhook_id))[0]?.status, 'succeeded', 'sent once enabled');
+      }
+    });
+
+    it('a replay asked for while disabled waits with the other held deliveries', async () => {
+      const endpoint = await register(['verification.expired']);
+      await oneEvent();
+      const [done] = await log(endpoint.webhook_id);
+      await api().patch(`/webhooks/${endpoint.webhook_id}`, { enabled: false });
+      const replay = await api().post(`/webhooks/${endpoint.webhook_id}/deliveries/${done!.delivery_id}/replay`);
+      assert.equal(replay.status, 202, replay.text);
+      assert.equal(replay.body.next_attempt_at, null);
+      await service.deliveries.runDue();
+      assert.equal(receiver.to(endpoint.path).length, 1);
+      await api().patch(`/webhooks/${endpoint.webhook_id}`, { enabled: true });
+      await service.deliveries.runDue();
+      assert.equal(receiver.to(endpoint.path).length, 2);
+    });
+
+    it('PATCH refusals: a url the target guard refuses, http, no field, an unknown field: 400; another lender or an unknown id: 404, and nothing changes', async () => {
+      const endpoint = await register(['verification.expired']);
+      const before = (await api().get(`/webhooks/${endpoint.webhook_id}`)).body;
+      for (const url of ['https://169.254.169.254/latest/meta-data', 'https://[fe80::1]/hook', 'http://example.com/hook', `${receiverUrl}/hook#fragment`]) {
+        const response = await api().patch(`/webhooks/${endpoint.webhook_id}`, { url });
+        assert.equal(response.status, 400, `${url}: ${response.text}`);
+        assert.equal(response.body.error, 'validation_error', url);
+        assert.match(response.text, /url/);
+      }
+      for (const body of [
+        {},
+        { secret: 'whsec_mine00000000000000000000000000000000' },
+        { events: [] },
+        { events: ['verification.unknown'] },
+        { enabled: 'no' },
+      ]) {
+        const response = await api().patch(`/webhooks/${endpoint.webhook_id}`, body);
+        assert.equal(response.status, 400, `${JSON.stringify(body)}: ${response.text}`);
+      }
+      const foreign = await as(otherKey).patch(`/webhooks/${endpoint.webhook_id}`, { enabled: false, url: `${receiverUrl}/stolen` });
+      assert.equal(foreign.status, 404, foreign.text);
+      assert.equal(foreign.body.error, 'not_found');
+      assert.equal((await api().patch('/webhooks/whk_neverissued00000000', { enabled: false })).status, 404);
+      assert.deepEqual((await api().get(`/webhooks/${endpoint.webhook_id}`)).body, before);
+      await oneEvent();
+      assert.equal(receiver.to(endpoint.path).length, 1, 'still enabled, still at its url');
     });
 
     it('test event to a failing receiver: 200 with succeeded false and its status; not retried', async () => {

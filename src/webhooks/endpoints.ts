@@ -9,6 +9,7 @@ import type { WebhookEndpoint, WebhooksRepository } from './webhooks-repository.
 
 type WebhookResource = components['schemas']['Webhook'];
 type CreateWebhookRequest = components['schemas']['WebhookCreateRequest'];
+type UpdateWebhookRequest = components['schemas']['WebhookUpdateRequest'];
 
 /** Enough for a lender's environments and their receivers; more suggests a client registering in a loop. */
 export const MAX_ENDPOINTS_PER_LENDER = 20;
@@ -35,16 +36,14 @@ const toResource = (endpoint: WebhookEndpoint, now: Date): WebhookResource => ({
   webhook_id: endpoint.id,
   url: endpoint.url,
   events: endpoint.events as WebhookResource['events'],
+  enabled: endpoint.disabledAt === null,
   created_at: endpoint.createdAt,
   previous_secret_expires_at: overlapEnd(endpoint, now),
 });
 
 /** POST /webhooks (4.5, D16): an https URL on public addresses only; the secret is shown once. */
 export async function registerWebhook(deps: EndpointDeps, lenderId: string, request: CreateWebhookRequest) {
-  const check = await checkWebhookUrl(request.url, { allowPrivateTargets: deps.allowPrivateTargets, resolve: deps.resolve });
-  if (!check.ok) {
-    throw new DomainError('invalid', check.reason, 'body.url');
-  }
+  const url = await checkedUrl(deps, request.url);
   const full = () => new DomainError('refused', `A lender can register at most ${MAX_ENDPOINTS_PER_LENDER} webhook endpoints; delete one first.`);
   // Checked first so a full account costs no encryption; the insert counts again, atomically.
   if ((await deps.webhooks.countEndpoints(lenderId)) >= MAX_ENDPOINTS_PER_LENDER) throw full();
@@ -52,15 +51,37 @@ export async function registerWebhook(deps: EndpointDeps, lenderId: string, requ
   const endpoint: WebhookEndpoint = {
     id: newId('whk'),
     lenderId,
-    url: check.url.toString(),
+    url,
     events: request.events,
     secretCiphertext: encryptSecret(deps.encryptionKey, secret),
     previousSecretCiphertext: null,
     previousSecretExpiresAt: null,
     createdAt: deps.now().toISOString(),
+    disabledAt: null,
   };
   if (!(await deps.webhooks.insertEndpointWithin(endpoint, MAX_ENDPOINTS_PER_LENDER))) throw full();
   return { ...toResource(endpoint, deps.now()), secret };
+}
+
+/** The URL as stored, if the target guard (D16) admits it; refused as at registration otherwise. */
+async function checkedUrl(deps: EndpointDeps, url: string): Promise<string> {
+  const check = await checkWebhookUrl(url, { allowPrivateTargets: deps.allowPrivateTargets, resolve: deps.resolve });
+  if (!check.ok) throw new DomainError('invalid', check.reason, 'body.url');
+  return check.url.toString();
+}
+
+/**
+ * PATCH /webhooks/{id} (P29): a new url (checked as at registration), events or state; the id, the
+ * secret and the delivery log stay. Disabling holds the pending deliveries and makes none for the
+ * events recorded meanwhile; enabling sends the held ones, so the sender is woken.
+ */
+export async function updateWebhook(deps: EndpointDeps & { wakeDeliveries: () => void }, lenderId: string, webhookId: string, request: UpdateWebhookRequest) {
+  const url = request.url === undefined ? undefined : await checkedUrl(deps, request.url);
+  const now = deps.now();
+  const endpoint = await deps.webhooks.updateEndpoint(lenderId, webhookId, { url, events: request.events, enabled: request.enabled }, now.toISOString());
+  if (!endpoint) throw new DomainError('not_found', `No webhook endpoint ${webhookId}.`);
+  if (request.enabled === true) deps.wakeDeliveries();
+  return toResource(endpoint, now);
 }
 
 /** GET /webhooks: a page of the lender's endpoints, oldest first; the cursor must be one of them. */

@@ -16,6 +16,15 @@ export interface WebhookEndpoint {
   previousSecretCiphertext: string | null;
   previousSecretExpiresAt: string | null;
   createdAt: string;
+  /** Since when the endpoint is disabled (P29); null while it is enabled. */
+  disabledAt: string | null;
+}
+
+/** What PATCH /webhooks/{id} changes; a field left out keeps its value. */
+export interface EndpointChange {
+  url?: string;
+  events?: string[];
+  enabled?: boolean;
 }
 
 export type DeliveryStatus = 'pending' | 'sending' | 'succeeded' | 'failed';
@@ -94,6 +103,7 @@ interface EndpointRow {
   previous_secret_ciphertext: string | null;
   previous_secret_expires_at: string | null;
   created_at: string;
+  disabled_at: string | null;
 }
 
 interface DeliveryRow {
@@ -147,6 +157,7 @@ const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   previousSecretCiphertext: row.previous_secret_ciphertext,
   previousSecretExpiresAt: row.previous_secret_expires_at,
   createdAt: row.created_at,
+  disabledAt: row.disabled_at,
 });
 
 /** Where a page of an endpoint's delivery log starts: after this delivery, in the log's order. */
@@ -192,6 +203,7 @@ const ENDPOINT_COLUMNS = everyColumnOf<EndpointRow>()(
   'previous_secret_ciphertext',
   'previous_secret_expires_at',
   'created_at',
+  'disabled_at',
 );
 
 // Every event a state change records runs these (docs/persistence.md, "Named statements").
@@ -266,6 +278,35 @@ export class WebhooksRepository {
     return updated === 1;
   }
 
+  /**
+   * Changes the endpoint's url, events or state in one transaction, and with the state its pending
+   * deliveries (P29): disabling holds them (pending, `next_attempt_at` null, which no claim
+   * selects), enabling makes the held ones due at `at`, the time of the change. The endpoint's row
+   * is updated first, so a concurrent change or replay waits for this one's commit on PostgreSQL
+   * (its row lock) and SQLite (its single writer). The endpoint as changed, or null when the lender
+   * has no such live endpoint.
+   */
+  async updateEndpoint(lenderId: string, webhookId: string, change: EndpointChange, at: string): Promise<WebhookEndpoint | null> {
+    return this.knex.transaction(async (trx) => {
+      const updated = await trx('webhook_endpoints')
+        .where({ id: webhookId, lender_id: lenderId })
+        .whereNull('deleted_at')
+        .update({
+          // An update of no column is no statement: the id is set to itself when nothing else changes.
+          id: webhookId,
+          ...(change.url === undefined ? {} : { url: change.url }),
+          ...(change.events === undefined ? {} : { events: JSON.stringify(change.events) }),
+          // Disabled again while disabled: it stays disabled since the first time.
+          ...(change.enabled === undefined ? {} : { disabled_at: change.enabled ? null : trx.raw('coalesce(disabled_at, ?)', [at]) }),
+        });
+      if (updated === 0) return null;
+      const pending = trx('webhook_deliveries').where({ webhook_id: webhookId, status: 'pending' });
+      if (change.enabled === false) await pending.update({ next_attempt_at: null });
+      if (change.enabled === true) await pending.whereNull('next_attempt_at').update({ next_attempt_at: at });
+      return toEndpoint((await trx<EndpointRow>('webhook_endpoints').where({ id: webhookId }).first())!);
+    });
+  }
+
   async findEndpoint(lenderId: string, webhookId: string): Promise<WebhookEndpoint | null> {
     const row = await this.knex<EndpointRow>('webhook_endpoints').where({ id: webhookId, lender_id: lenderId }).whereNull('deleted_at').first();
     return row ? toEndpoint(row) : null;
@@ -284,10 +325,13 @@ export class WebhooksRepository {
     });
   }
 
-  /** Endpoints of the lender subscribed to the event, read in the unit of work that records it. */
+  /**
+   * Endpoints of the lender subscribed to the event, read in the unit of work that records it; a
+   * disabled one is not (P29: no delivery, ever, for an event recorded while it is disabled).
+   */
   async subscribedEndpoints(unit: UnitOfWork, lenderId: string, eventName: string): Promise<WebhookEndpoint[]> {
     const rows = await runNamed<EndpointRow>(transactionOf(unit), LIVE_ENDPOINTS_OF_LENDER, [lenderId]);
-    return rows.map(toEndpoint).filter((endpoint) => endpoint.events.includes(eventName));
+    return rows.map(toEndpoint).filter((endpoint) => endpoint.disabledAt === null && endpoint.events.includes(eventName));
   }
 
   /** The event's exact body and its first deliveries, in the unit of work of the state change (D14). */
@@ -302,7 +346,7 @@ export class WebhooksRepository {
     await this.insertDeliveries(trx, deliveries, nextAttemptAt);
   }
 
-  private async insertDeliveries(trx: Knex, deliveries: NewDelivery[], nextAttemptAt: string): Promise<void> {
+  private async insertDeliveries(trx: Knex, deliveries: NewDelivery[], nextAttemptAt: string | null): Promise<void> {
     if (deliveries.length === 0) return;
     await trx('webhook_deliveries').insert(
       deliveries.map((d) => ({
@@ -345,6 +389,10 @@ export class WebhooksRepository {
          where id in (
            select d.id from webhook_deliveries d
            where ((d.status = 'pending' and d.next_attempt_at <= ?) or (d.status = 'sending' and d.locked_until < ?))
+             -- A disabled endpoint's deliveries wait (P29). Disabling, and recording an attempt that
+             -- was under way, hold them out of this range already; this catches the rest: one put
+             -- off unsent at that moment, and one made by an event committed alongside the PATCH.
+             and not exists (select 1 from webhook_endpoints w where w.id = d.webhook_id and w.disabled_at is not null)
              and not exists (
                select 1 from webhook_deliveries e
                where e.webhook_id = d.webhook_id and e.verification_id = d.verification_id
@@ -421,11 +469,17 @@ export class WebhooksRepository {
           sql: `case id ${chunk.map(() => `when ? then ${cast}`).join(' ')} end`,
           bindings: chunk.flatMap((record) => [record.deliveryId, value(record)]),
         });
+        const next = each((r) => r.outcome.nextAttemptAt);
         const columns = {
           status: each((r) => r.outcome.status),
           attempts: each((r) => r.attempt.attempt, 'cast(? as integer)'),
           first_attempt_at: each((r) => r.outcome.firstAttemptAt),
-          next_attempt_at: each((r) => r.outcome.nextAttemptAt),
+          // An attempt that was under way when its endpoint was disabled: its retry is held like
+          // the endpoint's other pending deliveries (P29), not scheduled.
+          next_attempt_at: {
+            sql: `case when exists (select 1 from webhook_endpoints w where w.id = webhook_deliveries.webhook_id and w.disabled_at is not null) then null else ${next.sql} end`,
+            bindings: next.bindings,
+          },
         };
         await trx.raw(
           `update webhook_deliveries set ${Object.entries(columns)
@@ -578,8 +632,19 @@ export class WebhooksRepository {
     }));
   }
 
-  /** A replay sends the event's stored body again, so only the delivery is new. */
-  async insertReplay(delivery: NewDelivery, nextAttemptAt: string): Promise<void> {
-    await this.insertDeliveries(this.knex, [delivery], nextAttemptAt);
+  /**
+   * A replay sends the event's stored body again, so only the delivery is new. For a disabled
+   * endpoint it is held like the endpoint's other pending deliveries (P29); the endpoint's row is
+   * read under a share lock on PostgreSQL, so a change of its state commits before or after, never
+   * between the read and the insert. Whether it was held.
+   */
+  async insertReplay(delivery: NewDelivery, nextAttemptAt: string): Promise<{ held: boolean }> {
+    return this.knex.transaction(async (trx) => {
+      const endpoint = trx<EndpointRow>('webhook_endpoints').where({ id: delivery.webhookId }).first('disabled_at');
+      if (this.dialect === 'postgres') void endpoint.forShare();
+      const held = Boolean((await endpoint)?.disabled_at);
+      await this.insertDeliveries(trx, [delivery], held ? null : nextAttemptAt);
+      return { held };
+    });
   }
 }

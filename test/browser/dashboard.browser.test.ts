@@ -14,6 +14,7 @@ import { createLogger } from '../../src/platform/logger.ts';
 import { adminContext, startService, type Service } from '../../src/service.ts';
 import { testDatabases, type TestDatabase } from '../support/test-databases.ts';
 import { makeTestCertificates, TestReceiver } from '../support/test-receiver.ts';
+import { verifyWebhookSignature } from '../../src/webhooks/verify-signature.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
@@ -243,6 +244,87 @@ describe('lender dashboard in a real browser (headless Chromium)', function () {
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Sign in' }).click();
   }
+
+  it('an admin disables an endpoint, moves it and changes its events, then enables it; the API and the receiver see each change; a cross-site form changes nothing', async () => {
+    const lender = await admin.createLender(ctx, { name: 'Westwind Credit' });
+    const key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+    const email = 'ops-westwind@example.com';
+    await createDashboardUser(users, { lenderId: lender.id, email, role: 'admin', password: PASSWORD });
+    const call = async <Body>(method: string, path: string, body?: object): Promise<Body> => {
+      const response = await fetch(`${base}/api/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      assert.ok(response.ok, `${method} ${path}: ${response.status} ${await response.clone().text()}`);
+      return (await response.json()) as Body;
+    };
+    type Shown = { url: string; events: string[]; enabled: boolean };
+    const expiry = async () => {
+      const { verification_id } = await call<{ verification_id: string }>('POST', '/verifications', {
+        obligor_reference: `test-expire-${randomUUID().slice(0, 8)}`,
+        creator_platforms: ['youtube'],
+      });
+      await until('the expiry', async () => (await call<{ status: string }>('GET', `/verifications/${verification_id}`)).status === 'expired');
+      return verification_id;
+    };
+    const webhook = await call<{ webhook_id: string; secret: string }>('POST', '/webhooks', { url: `${receiverUrl}/paused`, events: ['verification.expired'] });
+    const shown = () => call<Shown>('GET', `/webhooks/${webhook.webhook_id}`);
+
+    await signInAs(email);
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    assert.match(await page.getByRole('row', { name: new RegExp(`${receiverUrl}/paused`) }).innerText(), /enabled/);
+    await page.getByRole('link', { name: `${receiverUrl}/paused` }).click();
+
+    // Disable: an expiry meanwhile reaches nobody and leaves no delivery.
+    await page.getByRole('button', { name: 'Disable endpoint' }).click();
+    assert.match(await page.getByRole('status').first().innerText(), /is disabled/);
+    assert.equal((await shown()).enabled, false);
+    await audit('webhook disabled');
+    const meanwhile = await expiry();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.deepEqual(receiver.to('/paused'), []);
+    assert.deepEqual((await call<{ data: unknown[] }>('GET', `/webhooks/${webhook.webhook_id}/deliveries`)).data, []);
+
+    // Move it and subscribe it to completions too.
+    await page.getByLabel('HTTPS URL').fill(`${receiverUrl}/resumed`);
+    await page.getByRole('checkbox', { name: 'verification.completed' }).check();
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    assert.match(await page.getByRole('status').first().innerText(), /was changed/);
+    assert.deepEqual(await shown(), {
+      ...(await shown()),
+      url: `${receiverUrl}/resumed`,
+      events: ['verification.completed', 'verification.expired'],
+      enabled: false,
+    });
+    await audit('webhook edited');
+    await page.getByLabel('HTTPS URL').fill('https://169.254.169.254/latest/meta-data/');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /check the form/i);
+    assert.equal((await shown()).url, `${receiverUrl}/resumed`, 'the target guard refused the metadata address');
+
+    // A form posted from another site neither enables nor moves it.
+    attackForm = `<!doctype html><html lang="en"><title>x</title><form method="post" action="${base}/dashboard/webhooks/${webhook.webhook_id}/enabled"><input type="hidden" name="_csrf" value="guess"><input type="hidden" name="enabled" value="true"><button>Go</button></form></html>`;
+    await page.goto(attackerBase);
+    const [crossSite] = await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Go' }).click()]);
+    assert.equal(crossSite?.status(), 403);
+    assert.equal((await shown()).enabled, false);
+
+    // Enable: the next expiry arrives at the new url, signed with the unchanged secret.
+    await page.goto(`${base}/dashboard/webhooks/${webhook.webhook_id}`);
+    await page.getByRole('button', { name: 'Enable endpoint' }).click();
+    assert.equal((await shown()).enabled, true);
+    const after = await expiry();
+    const [delivered] = await until('the delivery after enabling', async () => receiver.to('/resumed').length > 0 && receiver.to('/resumed'));
+    assert.ok(delivered!.rawBody.toString().includes(after));
+    assert.ok(!delivered!.rawBody.toString().includes(meanwhile));
+    assert.ok(verifyWebhookSignature(delivered!.rawBody, delivered!.headers['x-service-signature'], webhook.secret));
+    assert.deepEqual(receiver.to('/paused'), []);
+    await page.reload();
+    assert.ok((await page.content()).includes(after), 'the delivery log shows the delivery');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    assert.deepEqual(violations, []);
+  });
 
   it("ends a deactivated lender's open session at its next page and refuses sign-in; reactivation restores sign-in, not the old session", async () => {
     const lender = await admin.createLender(ctx, { name: 'Eastwind Lending' });

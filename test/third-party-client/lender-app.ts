@@ -25,6 +25,7 @@ import {
   replayWebhookDelivery,
   rotateWebhookSecret,
   sendWebhookTest,
+  updateWebhook,
   type Delivery,
 } from './sdk/index.js';
 import { client } from './sdk/client.gen.js';
@@ -116,6 +117,11 @@ export async function callEveryOperation(inputs: Inputs): Promise<Outcome> {
     path: { webhook_id: webhook.webhook_id, delivery_id: delivered.delivery_id },
     throwOnError: true,
   });
+
+  // Paused and resumed in place: the same endpoint, its new state in the answer.
+  const { data: paused } = await updateWebhook({ path: { webhook_id: webhook.webhook_id }, body: { enabled: false }, throwOnError: true });
+  if (paused.enabled || paused.webhook_id !== webhook.webhook_id) throw new Error('updateWebhook did not disable the endpoint');
+  await updateWebhook({ path: { webhook_id: webhook.webhook_id }, body: { enabled: true, events: webhook.events }, throwOnError: true });
 
   // The data subject's rights, with the gdpr_admin key of the same lender.
   const { data: report } = await gdprAccess({ client: gdpr, query: { obligor_id: waitingReference }, throwOnError: true });

@@ -20,6 +20,7 @@ import {
   revealWebhookSecret,
   rotateWebhookSecret,
   sendTestEvent,
+  updateWebhook,
   type EndpointDeps,
   type PostToEndpoint,
 } from '../../webhooks/endpoints.ts';
@@ -67,6 +68,9 @@ export const SIGN_IN_QUOTA_PER_ADDRESS = { perMinute: 30, burst: 30 };
 const SUBSCRIBABLE: readonly EventName[] = ['verification.completed', 'verification.failed', 'verification.expired', 'verification.cancelled', 'tape.updated'];
 const NOTICES: Record<string, string> = {
   deleted: 'The endpoint was deleted.',
+  updated: 'The endpoint was changed. Its secret and delivery log are as before.',
+  disabled: 'The endpoint is disabled: events from now on are not delivered to it, and its pending deliveries wait.',
+  enabled: 'The endpoint is enabled: its held deliveries are being sent.',
   replayed: 'The delivery was queued again; the log shows its attempts.',
   signed_out: 'You are signed out.',
   deactivated: 'Your dashboard access was ended: your dashboard user or your lender account has been deactivated. Ask your operator.',
@@ -293,10 +297,16 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
   };
   router.get('/webhooks', (req, res) => webhookList(req, res, 200));
 
-  router.post('/webhooks', adminOnly, async (req, res) => {
-    const body = req.body as Record<string, unknown>;
+  /** The events ticked in a form, at least one. */
+  const eventsOf = (body: Record<string, unknown>): EventName[] => {
     const events = (Array.isArray(body.events) ? body.events : [body.events]).filter((name): name is EventName => SUBSCRIBABLE.includes(name as EventName));
     if (events.length === 0) throw new DomainError('invalid', 'Choose at least one event.');
+    return events;
+  };
+
+  router.post('/webhooks', adminOnly, async (req, res) => {
+    const body = req.body as Record<string, unknown>;
+    const events = eventsOf(body);
     const { secret, ...webhook } = await registerWebhook(deps.webhooks, viewerOf(res).lender.id, { url: one(body.url) ?? '', events });
     return webhookList(req, res, 201, { created: { webhook, secret } });
   });
@@ -311,7 +321,14 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     return html(
       res,
       status,
-      webhookPage(viewer, { webhook, deliveries: log.deliveries, hasMore: log.hasMore, notice: NOTICES[one(req.query.notice) ?? ''], ...extra }),
+      webhookPage(viewer, {
+        webhook,
+        deliveries: log.deliveries,
+        hasMore: log.hasMore,
+        events: SUBSCRIBABLE,
+        notice: NOTICES[one(req.query.notice) ?? ''],
+        ...extra,
+      }),
     );
   };
   router.get('/webhooks/:id', (req, res) => webhookDetail(req, res, 200));
@@ -338,6 +355,24 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     const answer = outcome.status_code === null ? `no answer (${outcome.error ?? 'unknown error'})` : `HTTP ${outcome.status_code}`;
     const test = `Test event ${outcome.event_id} ${outcome.succeeded ? 'was acknowledged' : 'was not acknowledged'}: ${answer} in ${outcome.duration_ms} ms.`;
     return webhookDetail(req, res, 200, { test });
+  });
+
+  router.post('/webhooks/:id/update', adminOnly, async (req, res) => {
+    const body = req.body as Record<string, unknown>;
+    const webhook = await updateWebhook(deps.webhooks, viewerOf(res).lender.id, param(req, 'id'), { url: one(body.url) ?? '', events: eventsOf(body) });
+    deps.logger.info({ dashboardUser: viewerOf(res).user.id, webhookId: webhook.webhook_id }, 'dashboard: webhook endpoint changed');
+    return res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(webhook.webhook_id)}?notice=updated`);
+  });
+
+  router.post('/webhooks/:id/enabled', adminOnly, async (req, res) => {
+    const value = one((req.body as Record<string, unknown>).enabled);
+    if (value !== 'true' && value !== 'false') throw new DomainError('invalid', 'Choose to enable or to disable the endpoint.');
+    const webhook = await updateWebhook(deps.webhooks, viewerOf(res).lender.id, param(req, 'id'), { enabled: value === 'true' });
+    deps.logger.info(
+      { dashboardUser: viewerOf(res).user.id, webhookId: webhook.webhook_id, enabled: webhook.enabled },
+      'dashboard: webhook endpoint enabled or disabled',
+    );
+    return res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(webhook.webhook_id)}?notice=${webhook.enabled ? 'enabled' : 'disabled'}`);
   });
 
   router.post('/webhooks/:id/delete', adminOnly, async (req, res) => {

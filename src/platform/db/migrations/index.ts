@@ -22,6 +22,7 @@ import * as oauthBrowserBinding from './20261128_020_oauth_browser_binding.ts';
 import * as dashboardDeactivation from './20261128_021_dashboard_deactivation.ts';
 import * as benchmarkLenderBuckets from './20261128_022_benchmark_lender_buckets.ts';
 import * as eventFeed from './20261128_023_event_feed.ts';
+import * as webhookDisabling from './20261128_024_webhook_disabling.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -50,6 +51,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261128_021_dashboard_deactivation', dashboardDeactivation],
   ['20261128_022_benchmark_lender_buckets', benchmarkLenderBuckets],
   ['20261128_023_event_feed', eventFeed],
+  ['20261128_024_webhook_disabling', webhookDisabling],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

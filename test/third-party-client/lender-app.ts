@@ -19,6 +19,7 @@ import {
   getVerification,
   getVerificationTape,
   getWebhook,
+  listEvents,
   listVerifications,
   listWebhookDeliveries,
   listWebhooks,
@@ -82,8 +83,11 @@ export async function callEveryOperation(inputs: Inputs): Promise<Outcome> {
   });
   const { data: read } = await getVerification({ path: { verification_id: completed.verification_id }, throwOnError: true });
   if (read.status !== 'completed') throw new Error(`a synthetic creator's verification is ${read.status}`);
-  const { data: page } = await listVerifications({ query: { status: 'completed', limit: 5 }, throwOnError: true });
+  const { data: page } = await listVerifications({ query: { status: ['completed', 'failed'], limit: 5 }, throwOnError: true });
   if (!page.data.some((v) => v.verification_id === completed.verification_id)) throw new Error('listVerifications misses the verification');
+  // The completion's event, as its webhook carries it, in the lender's feed.
+  const { data: feed } = await listEvents({ query: { verification_id: completed.verification_id }, throwOnError: true });
+  if (feed.data[0]?.event !== 'verification.completed') throw new Error(`the event feed shows ${JSON.stringify(feed.data)}`);
 
   const tape = await getVerificationTape({ path: { verification_id: completed.verification_id }, query: { schema_version: '2.0.0' }, throwOnError: true });
   await createOverlay({

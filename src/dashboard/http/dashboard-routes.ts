@@ -250,8 +250,12 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
       if (filters.product_type && !(PRODUCT_TYPES as readonly string[]).includes(filters.product_type)) {
         throw new DomainError('invalid', `There is no product type "${filters.product_type}".`);
       }
+      type ListQuery = Parameters<VerificationLifecycle['listForLender']>[1];
+      const { status, ...others } = filters;
       const list = await deps.lifecycle.listForLender(viewer.lender.id, {
-        ...(filters as Parameters<VerificationLifecycle['listForLender']>[1]),
+        ...(others as Omit<ListQuery, 'status'>),
+        // The page's form picks one state; the API takes several.
+        status: status ? [status as NonNullable<ListQuery['status']>[number]] : undefined,
         starting_after: one(req.query.starting_after),
       });
       return html(res, 200, verificationListPage(viewer, { ...page, data: list.data, hasMore: list.has_more }));

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Knex } from 'knex';
 import { chunks } from '../platform/db/chunks.ts';
+import { namedStatement, runNamed, type NamedStatement } from '../platform/db/named-statements.ts';
 import { transactionOf, type UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { BenchmarkMetricName, Distribution } from './scales.ts';
 
@@ -58,6 +59,61 @@ function counterTable(shard: number, kind: CounterKind): { table: string; shardC
     : { table: SHARD_TABLES[kind], shardColumn: { shard }, shardKey: ['shard'] };
 }
 
+/**
+ * PostgreSQL: a first tape counted in one statement (every completed creation), a data-modifying
+ * WITH written as one on purpose: its member row, then its bucket rows, its lender's own bucket rows
+ * and its lender's row, four round trips of a creation's twelve before. Each counter step runs only
+ * once the step before it has run whole (its `count(*)`, a one-time filter), so the rows are taken in
+ * the order `CounterChanges.apply` takes them, buckets in the order given: a creation and an erasure
+ * or a re-score in one shard never wait for each other in a cycle (a deadlock). A tape already
+ * counted (a re-score) inserts no member row and so counts nothing here: `count` then replaces its
+ * count as before. One statement for shard 0, whose bucket and lender counters are the tables from
+ * before migration 018, and one for the other shards.
+ */
+function firstTapeStatement(original: boolean): NamedStatement {
+  const buckets = original ? ORIGINAL_TABLES.buckets : SHARD_TABLES.buckets;
+  const lenders = original ? ORIGINAL_TABLES.lenders : SHARD_TABLES.lenders;
+  const shardColumn = original ? '' : ', "shard"';
+  const shardValue = original ? '' : ', ?';
+  const counted = '(select count(*) from "member") = 1';
+  const increment = (table: string) => `do update set "tapes" = "${table}"."tapes" + excluded."tapes" returning 1`;
+  return namedStatement(
+    `count_first_tape${original ? '' : '_in_shard'}`,
+    `with "member" as (
+      insert into "benchmark_members" ("verification_id", "lender_id", "product_type", "buckets", "shard") values (?, ?, ?, ?, ?)
+      on conflict ("verification_id") do nothing returning 1
+    ), "buckets" as (
+      insert into "${buckets}" ("product_type", "metric", "bucket"${shardColumn}, "tapes")
+      select ?, b.metric, b.bucket${shardValue}, 1 from unnest(?::text[], ?::int[]) with ordinality as b(metric, bucket, n)
+      where ${counted} order by b.n
+      on conflict ("product_type", "metric", "bucket"${shardColumn}) ${increment(buckets)}
+    ), "lender_buckets" as (
+      insert into "${LENDER_BUCKETS}" ("product_type", "lender_id", "metric", "bucket", "shard", "tapes")
+      select ?, ?, b.metric, b.bucket, ?, 1 from unnest(?::text[], ?::int[]) with ordinality as b(metric, bucket, n)
+      where ${counted} and (select count(*) from "buckets") >= 0 order by b.n
+      on conflict ("product_type", "lender_id", "metric", "bucket", "shard") ${increment(LENDER_BUCKETS)}
+    ), "lender" as (
+      insert into "${lenders}" ("product_type", "lender_id"${shardColumn}, "tapes")
+      select ?, ?${shardValue}, 1 where ${counted} and (select count(*) from "lender_buckets") >= 0
+      on conflict ("product_type", "lender_id"${shardColumn}) ${increment(lenders)}
+    )
+    select (select count(*) from "member") as "counted", (select count(*) from "lender") as "lenders"`,
+  );
+}
+const COUNT_FIRST_TAPE = { original: firstTapeStatement(true), sharded: firstTapeStatement(false) };
+
+/** A member's buckets in the order `CounterChanges` takes their rows. */
+function bucketsInOrder(buckets: Member['buckets']): { metrics: string[]; buckets: number[] } {
+  const entries = Object.entries(buckets)
+    .map(([metric, bucket]) => ({ metric, bucket: Number(bucket), key: bucketName(metric, bucket) }))
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return { metrics: entries.map((e) => e.metric), buckets: entries.map((e) => e.bucket) };
+}
+
+function bucketName(metric: string, bucket: number | string): string {
+  return `${metric}\u0000${String(bucket).padStart(6, '0')}`;
+}
+
 /** The only code that reads or writes the benchmark aggregates. */
 export class BenchmarksRepository {
   private readonly shards: number;
@@ -67,11 +123,17 @@ export class BenchmarksRepository {
   /** The tapes each open unit of work has recorded, counted just before it commits. */
   private readonly recordedIn = new WeakMap<UnitOfWork, Map<string, Member>>();
 
+  /** PostgreSQL: a creation's tape counted in one statement rather than four (`firstTapeStatement`). */
+  private readonly firstTapesInOneStatement: boolean;
+
   constructor(
     private readonly knex: Knex,
     shards?: number,
+    options: { firstTapesInOneStatement?: boolean } = {},
   ) {
-    this.shards = shards ?? ((knex.client as Knex.Client).config.client === 'pg' ? COUNTER_SHARDS : 1);
+    const postgres = (knex.client as Knex.Client).config.client === 'pg';
+    this.shards = shards ?? (postgres ? COUNTER_SHARDS : 1);
+    this.firstTapesInOneStatement = postgres && (options.firstTapesInOneStatement ?? true);
     this.countingIn = new Array<number>(this.shards).fill(0);
   }
 
@@ -103,7 +165,10 @@ export class BenchmarksRepository {
     // replaced, in the shard it was counted in: moved to another, two tapes re-scored at once could
     // each hold rows of the shard the other moves to, and PostgreSQL would abort one as a deadlock.
     const changes = new CounterChanges();
-    const added = await this.insertMembers(trx, shard, members, changes);
+    const added =
+      this.firstTapesInOneStatement && members.length === 1
+        ? await this.countFirstTape(trx, shard, members[0]!)
+        : await this.insertMembers(trx, shard, members, changes);
     const recounted = members.filter((member) => !added.has(member.verificationId));
     const counted = new Map<string, MemberRow>();
     if (recounted.length > 0) {
@@ -125,6 +190,20 @@ export class BenchmarksRepository {
         .where({ verification_id: member.verificationId })
         .update({ lender_id: member.lenderId, product_type: member.productType, buckets: JSON.stringify(member.buckets) });
     }
+  }
+
+  /** Counts a tape not counted yet in one statement (`firstTapeStatement`); answers its id if it was counted now. */
+  private async countFirstTape(trx: Knex.Transaction, shard: number, member: Member): Promise<Set<string>> {
+    const { metrics, buckets } = bucketsInOrder(member.buckets);
+    const { verificationId, lenderId, productType } = member;
+    const shardValue = shard === 0 ? [] : [shard];
+    const [result] = await runNamed<{ counted: number | string }>(trx, shard === 0 ? COUNT_FIRST_TAPE.original : COUNT_FIRST_TAPE.sharded, [
+      ...[verificationId, lenderId, productType, JSON.stringify(member.buckets), shard],
+      ...[productType, ...shardValue, metrics, buckets],
+      ...[productType, lenderId, shard, metrics, buckets],
+      ...[productType, lenderId, ...shardValue],
+    ]);
+    return new Set(Number(result?.counted) === 1 ? [verificationId] : []);
   }
 
   /** Takes erased tapes out of their cohorts. */
@@ -307,7 +386,7 @@ class CounterChanges {
   /** Adds `delta` to every counter a tape counts in: its buckets, its lender's own buckets and its lender's, in `shard`. */
   count(shard: number | string, productType: string, lenderId: string, buckets: Member['buckets'], delta: number): void {
     for (const [metric, bucket] of Object.entries(buckets)) {
-      const name = `${metric}\u0000${String(bucket).padStart(6, '0')}`;
+      const name = bucketName(metric, bucket);
       this.change(Number(shard), 'buckets', name, { product_type: productType, metric, bucket }, delta);
       this.change(Number(shard), 'lenderBuckets', `${lenderId}\u0000${name}`, { product_type: productType, lender_id: lenderId, metric, bucket }, delta);
     }

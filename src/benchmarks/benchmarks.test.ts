@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { Knex } from 'knex';
 import { readFileSync } from 'node:fs';
 import { buildReferencePopulation, REFERENCE_POPULATION_FILE, serialise } from '../../scripts/reference-population.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
@@ -312,6 +313,88 @@ for (const factory of testDatabases()) {
       assert.deepEqual(counted, [late!.verificationId, kept!.verificationId].sort());
       const shards = await shardCounts();
       assert.deepEqual(shards.stored, shards.expected);
+    });
+
+    it('counts a first tape in one statement on PostgreSQL, taking its counter rows in the order the other counting steps take them', async function () {
+      if (db.dialect !== 'postgres') return this.skip();
+      // One shard: the statement on the tables from before migration 018; the other shards' is built alike.
+      repository = new BenchmarksRepository(db.knex, 1);
+      const buckets = { platform_hhi: bucketOf('platform_hhi', 0.5), revenue_volatility_cv: bucketOf('revenue_volatility_cv', 0.2) };
+      const [first, ...later] = (await members(4, 1)).map((member) => ({ ...member, buckets }));
+      await inUnitOfWork(db.knex, (unit) => repository.record(unit, first!));
+      const lender = first!.lenderId;
+      // The rows a second tape of the lender counts in, in the order CounterChanges.apply takes them.
+      const steps = [
+        (k: Knex) => k('benchmark_buckets').where({ product_type: 'rbf', metric: 'platform_hhi' }),
+        (k: Knex) => k('benchmark_lender_buckets').where({ product_type: 'rbf', lender_id: lender, metric: 'platform_hhi' }),
+        (k: Knex) => k('benchmark_lenders').where({ product_type: 'rbf', lender_id: lender }),
+      ];
+      /** Whether another transaction holds a lock on the step's row. */
+      const locked = async (step: (k: Knex) => Knex.QueryBuilder) => {
+        try {
+          await db.knex.transaction((trx) => step(trx).forUpdate().noWait().select('tapes'));
+          return false;
+        } catch (error) {
+          if ((error as { code?: string }).code === '55P03') return true;
+          throw error;
+        }
+      };
+      for (const [held, step] of steps.entries()) {
+        const holder = await db.knex.transaction();
+        await step(holder).forUpdate().select('tapes');
+        const counting = inUnitOfWork(db.knex, (unit) => repository.record(unit, later[held]!));
+        const seen: Record<number, boolean> = {};
+        try {
+          const deadline = Date.now() + 5000;
+          while (!(await db.knex.raw(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'with "member"%'`)).rows.length) {
+            assert.ok(Date.now() < deadline, `the counting statement never waited for the row of step ${held}`);
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+          for (const [other, otherStep] of steps.entries()) if (other !== held) seen[other] = await locked(otherStep);
+        } finally {
+          await holder.commit();
+          await counting;
+        }
+        const expected = Object.fromEntries(Object.keys(seen).map((other) => [other, Number(other) < held]));
+        assert.deepEqual(seen, expected, `rows locked (by step) while the row of step ${held} is held`);
+      }
+      const cohort = await repository.cohort('rbf');
+      assert.deepEqual([cohort.tapes, cohort.distributions.platform_hhi!.total, cohort.distributions.revenue_volatility_cv!.total], [4, 4, 4]);
+      const own = await lenderCounts();
+      assert.deepEqual(own.stored, own.expected);
+    });
+
+    it('counts first tapes, erasures and re-scores of the same counters at once without a deadlock, as the counting steps would', async () => {
+      // One shard, so that every change meets every other; on PostgreSQL first tapes count in one statement.
+      const twoMetrics = (member: Member, hhi: number) => ({
+        ...member,
+        buckets: { platform_hhi: bucketOf('platform_hhi', hhi), revenue_volatility_cv: bucketOf('revenue_volatility_cv', 1 - hhi) },
+      });
+      const counts = async (inOneStatement: boolean) => {
+        await db.knex('benchmark_members').delete();
+        for (const table of ['benchmark_buckets', 'benchmark_lender_buckets', 'benchmark_lenders']) await db.knex(table).delete();
+        repository = new BenchmarksRepository(db.knex, 1, { firstTapesInOneStatement: inOneStatement });
+        const cohort = (await members(24, 3)).map((member, i) => twoMetrics(member, i % 2 ? 0.9 : 0.1));
+        for (const member of cohort.slice(0, 12)) await inUnitOfWork(db.knex, (unit) => repository.record(unit, member));
+        await Promise.all(
+          cohort.map((member, i) =>
+            inUnitOfWork(db.knex, async (unit) => {
+              // Four erased, eight re-scored the other way, twelve counted for the first time.
+              if (i < 4) await repository.erase(unit, [member.verificationId]);
+              else await repository.record(unit, i < 12 ? twoMetrics(member, i % 2 ? 0.1 : 0.9) : member);
+            }),
+          ),
+        );
+        const own = await lenderCounts();
+        assert.deepEqual(own.stored, own.expected);
+        const shards = await shardCounts();
+        assert.deepEqual(shards.stored, shards.expected);
+        const { tapes, lenders, distributions } = await repository.cohort('rbf');
+        return { tapes, lenders, distributions };
+      };
+      const inSteps = await counts(false);
+      assert.equal(inSteps.tapes, 20);
+      assert.deepEqual(await counts(true), inSteps);
     });
 
     it('gives transactions open at once a shard each while shards are free, one shard for all the tapes a transaction counts', async function () {

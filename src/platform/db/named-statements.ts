@@ -24,7 +24,8 @@ export function namedStatement(name: string, sql: string): NamedStatement {
   return statement;
 }
 
-export type Binding = string | number | null;
+/** A bound value; an array only in a PostgreSQL statement (pg sends it as an array). */
+export type Binding = string | number | null | string[] | number[];
 
 /**
  * Runs the statement in `trx` and answers its rows (a `select`, or a write's `returning`; none for

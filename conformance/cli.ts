@@ -28,6 +28,7 @@ const VARIABLES: Record<string, string> = {
   gdprKey: 'CONFORMANCE_GDPR_KEY',
   revokedKey: 'CONFORMANCE_REVOKED_KEY',
   pilotKey: 'CONFORMANCE_PILOT_KEY',
+  returnOrigin: 'CONFORMANCE_RETURN_ORIGIN',
   receiverHost: 'CONFORMANCE_RECEIVER_HOST',
   caDir: 'CONFORMANCE_RECEIVER_CA_DIR',
   sandboxDelayMs: 'CONFORMANCE_SANDBOX_DELAY_MS',
@@ -69,6 +70,10 @@ function program(): Command {
     .option('--gdpr-key <key>', `gdpr_admin key of the same lender account as --key: data-protection operations ${variable('gdprKey')}`)
     .option('--revoked-key <key>', `a key the operator has revoked ${variable('revokedKey')}`)
     .option('--pilot-key <key>', `lender key limited to 60/min burst 10: the 429 tests use up its minute ${variable('pilotKey')}`)
+    .option(
+      '--return-origin <origin>',
+      `an origin registered for the account of --key (lender set --return-origins): return_url tests ${variable('returnOrigin')}`,
+    )
     .option('--ca-dir <dir>', `directory made by make-test-ca.sh whose ca.pem the deployment trusts; enables the webhook tests ${variable('caDir')}`)
     .option(
       '--receiver-host <host>',

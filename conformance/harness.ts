@@ -22,7 +22,7 @@ import { probeWebhooks } from './webhooks.ts';
  * private webhook targets refused, for the tests of that refusal.
  */
 
-// Eight operator CLI runs, one after another (each applies the migrations), then the start-up.
+// Nine operator CLI runs, one after another (each applies the migrations), then the start-up.
 const START_TIMEOUT_MS = 120_000;
 const READY_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 10_000;
@@ -79,7 +79,12 @@ export interface Operator {
   revokeKey(keyId: string): Promise<CliKey>;
   /** `key limit`: gives one key its own quota (D8). */
   limitKey(keyId: string, perMinute: number, burst: number): Promise<unknown>;
+  /** `lender set --return-origins`: the origins a creation's `return_url` may lead to. */
+  setReturnOrigins(lenderId: string, origins: string[]): Promise<unknown>;
 }
+
+/** The origin a self-started service registers for the `lender` key's account. */
+const SELF_STARTED_RETURN_ORIGIN = 'https://lender-app.conformance.example';
 
 export interface RequestOptions {
   /** Which of the target's keys to send; null sends no Authorization header. Default `lender`. */
@@ -377,6 +382,8 @@ export interface Target {
   readonly operator: Operator | undefined;
   /** Lender account of `keys.lender`, when the suite made it. */
   readonly lenderId: string | undefined;
+  /** An origin registered for the account of `keys.lender` (a creation's `return_url` may lead there), when known. */
+  readonly returnOrigin: string | undefined;
   /** Mode of the deployment, read from the lender key's prefix (`civ_test_` sandbox, `civ_live_` production). */
   readonly mode: ServiceMode;
   /**
@@ -411,6 +418,7 @@ interface Started {
   keys: Keys;
   operator: Operator | undefined;
   lenderId: string | undefined;
+  returnOrigin?: string;
 }
 
 interface TargetDefinition {
@@ -450,6 +458,9 @@ class TargetHandle implements Target {
   }
   get lenderId() {
     return this.state.lenderId;
+  }
+  get returnOrigin() {
+    return this.state.returnOrigin;
   }
   get mode() {
     return modeOfKey(this.state.keys.lender);
@@ -564,6 +575,10 @@ class CliOperator implements Operator {
     return this.cli(['key', 'limit', '--key-id', keyId, '--rate-limit', String(perMinute), '--burst', String(burst)]);
   }
 
+  setReturnOrigins(lenderId: string, origins: string[]): Promise<unknown> {
+    return this.cli(['lender', 'set', '--id', lenderId, '--return-origins', origins.join(',')]);
+  }
+
   private async cli<T>(args: string[]): Promise<T> {
     const command = ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'];
     try {
@@ -658,6 +673,7 @@ class SelfStartedService implements TargetDefinition {
     // A sandbox key would get 1000/min burst 100 (D8); this one gets the pilot quota, to be tripped.
     const pilotKey = await operator.createKey(lender.id, 'lender');
     await operator.limitKey(pilotKey.id, PILOT_QUOTA.perMinute, PILOT_QUOTA.burst);
+    await operator.setReturnOrigins(lender.id, [SELF_STARTED_RETURN_ORIGIN]);
 
     await this.spawnService(env, baseUrl);
     return {
@@ -671,6 +687,7 @@ class SelfStartedService implements TargetDefinition {
       },
       operator,
       lenderId: lender.id,
+      returnOrigin: SELF_STARTED_RETURN_ORIGIN,
     };
   }
 
@@ -810,6 +827,7 @@ class ExternalDeployment implements TargetDefinition {
       },
       operator: undefined,
       lenderId: undefined,
+      returnOrigin: optional('CONFORMANCE_RETURN_ORIGIN'),
     };
   }
 

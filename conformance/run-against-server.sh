@@ -170,6 +170,8 @@ pilot=$(admin key create --lender "$lender_a" --role lender)
 admin key limit --key-id "$(json_field id <<<"$pilot")" --rate-limit 60 --burst 10 >/dev/null
 revoked=$(admin key create --lender "$lender_a" --role lender)
 admin key revoke --key-id "$(json_field id <<<"$revoked")" >/dev/null
+return_origin=https://lender-app.conformance.example
+admin lender set --id "$lender_a" --return-origins "$return_origin" >/dev/null
 
 # ---------------------------------------------------------------- the suite, as against any deployment
 
@@ -183,6 +185,7 @@ if [ -n "${CONFORMANCE_BIN:-}" ]; then suite=("$CONFORMANCE_BIN"); else suite=(n
   --gdpr-key "$gdpr_key" \
   --pilot-key "$(json_field api_key <<<"$pilot")" \
   --revoked-key "$(json_field api_key <<<"$revoked")" \
+  --return-origin "$return_origin" \
   --sandbox-delay-ms "$SANDBOX_DELAY_MS" \
   --ca-dir "$CA_DIR" \
   --retry-schedule "$RETRY_SCHEDULE" \

@@ -36,6 +36,8 @@ export interface Verification {
   failure_reason: string | null;
   platform_connections: Array<{ platform: string; status: string }>;
   schema_version: SchemaVersion | null;
+  /** Present when the creation gave one. */
+  return_url?: string;
 }
 
 /** A block of a tape: the members the suite reads by name, and the rest, compared as they are. */
@@ -69,6 +71,7 @@ export interface CreateBody {
   lender_name?: string;
   product_type?: string;
   declared_monthly_obligations_eur?: number;
+  return_url?: string;
 }
 
 /** Section 2.6: the nine synthetic creators and the tier the description gives each. */

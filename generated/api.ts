@@ -30,6 +30,13 @@ export interface paths {
          *     `Idempotency-Key` is required. Repeating a request with the same key and the same body within
          *     24 hours returns the original status and body with `Idempotent-Replayed: true` and creates
          *     nothing; the same key with another body is `409 duplicate_request`.
+         *
+         *     `return_url` brings the creator back to the lender's app: every page the consent link ends
+         *     on (completed, processing, declined, failed, expired, cancelled) offers a link to it, with
+         *     `verification_id` and `outcome` (the verification's status) added to its query and nothing
+         *     else. Its origin must be one the lender registered (the operator's `lender set
+         *     --return-origins`, or a dashboard admin under Account); any other is `400
+         *     validation_error` naming `body.return_url`, and creates nothing. Never an open redirect.
          */
         post: operations["createVerification"];
         delete?: never;
@@ -574,7 +581,15 @@ export interface components {
             product_type?: components["schemas"]["ProductTypeV2"];
             /** @description The creator's declared monthly debt obligations in euro; enables the tape's `affordability` block. */
             declared_monthly_obligations_eur?: number;
+            return_url?: components["schemas"]["ReturnUrl"];
         };
+        /**
+         * Format: uri
+         * @description Where the creator's pages send the creator back to: an absolute `https` URL (`http` only on
+         *     `localhost` or a loopback address) whose origin the lender registered, without credentials
+         *     or a fragment. The pages add `verification_id` and `outcome` to its query.
+         */
+        ReturnUrl: string;
         PlatformConnectionStatus: {
             platform: components["schemas"]["Platform"];
             /**
@@ -592,6 +607,8 @@ export interface components {
             product_type: components["schemas"]["ProductTypeV2"];
             /** @description Present when the request declared it. */
             declared_monthly_obligations_eur?: number;
+            /** @description Present when the request gave it. */
+            return_url?: components["schemas"]["ReturnUrl"];
             /**
              * Format: uri
              * @description The creator's consent page. Holds an unguessable token, never the verification id.

@@ -1102,6 +1102,46 @@ export const MUTANTS: Mutant[] = [
     grep: 'erase a completed creator',
   },
   {
+    id: 'return-url-origin-unchecked',
+    group: 'platform',
+    rows: ['op:createVerification 400 validation_error'],
+    defect: "a return_url is taken whatever its origin: an open redirect on the creator's pages",
+    file: 'src/accounts/return-origins.ts',
+    find: '  if (!origins.includes(url.origin)) {',
+    replace: '  if (origins.length < 0) {',
+    grep: 'whose origin the lender did not register',
+  },
+  {
+    id: 'return-url-credentials-taken',
+    group: 'platform',
+    rows: ['op:createVerification 400 validation_error'],
+    defect: 'a return_url carrying a user name and password is taken (its origin is a registered one)',
+    file: 'src/accounts/return-origins.ts',
+    find: "  if (url.username !== '' || url.password !== '') return 'must not carry a user name or password';",
+    replace: '',
+    grep: 'plain http to a public host',
+  },
+  {
+    id: 'return-url-outcome-fixed',
+    group: 'platform',
+    rows: ['op:createVerification 201'],
+    defect: "the link back to the lender's app always says outcome=completed",
+    file: 'src/accounts/return-origins.ts',
+    find: "  url.searchParams.set('outcome', outcome);",
+    replace: "  url.searchParams.set('outcome', 'completed');",
+    grep: 'links back with outcome=cancelled',
+  },
+  {
+    id: 'return-url-not-shown',
+    group: 'platform',
+    rows: ['op:createVerification 201'],
+    defect: 'the verification resource leaves out the return_url it was created with',
+    file: 'src/verifications/verification-rows-repository.ts',
+    find: '  if (record.returnUrl !== null) resource.return_url = record.returnUrl;',
+    replace: '',
+    grep: 'the resource shows the return_url',
+  },
+  {
     id: 'gdpr-receipt-miscounts-overlays',
     group: 'platform',
     rows: ['op:gdprErase 200'],
@@ -1276,6 +1316,9 @@ interface Keys {
   pilot: string;
 }
 
+/** The origin registered for lender A: where its creations' `return_url`s may lead. */
+const RETURN_ORIGIN = 'https://lender-app.mutants.example';
+
 /** Accounts and keys made once with the operator CLI (D23) in a template database, copied for every server. */
 async function makeTemplateDatabase(copy: string, file: string): Promise<Keys> {
   const env = baseEnv({ DATABASE_URL: `sqlite:${file}`, SERVICE_MODE: 'sandbox', LOG_LEVEL: 'warn' });
@@ -1292,6 +1335,7 @@ async function makeTemplateDatabase(copy: string, file: string): Promise<Keys> {
   const gdpr = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'gdpr_admin');
   const pilot = await admin<{ id: string; api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
   await admin('key', 'limit', '--key-id', pilot.id, '--rate-limit', '60', '--burst', '10');
+  await admin('lender', 'set', '--id', a.id, '--return-origins', RETURN_ORIGIN);
   return { lender: lender.api_key, otherLender: otherLender.api_key, thirdLender: thirdLender.api_key, gdpr: gdpr.api_key, pilot: pilot.api_key };
 }
 
@@ -1358,6 +1402,8 @@ async function runSuite(baseUrl: string, keys: Keys, caDir: string, grep: string
     keys.gdpr,
     '--pilot-key',
     keys.pilot,
+    '--return-origin',
+    RETURN_ORIGIN,
     '--ca-dir',
     caDir,
     '--sandbox-delay-ms',

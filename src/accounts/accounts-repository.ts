@@ -12,6 +12,7 @@ interface LenderRow {
   rate_limit_per_minute: number | null;
   rate_limit_burst: number | null;
   ip_allowlist: string;
+  return_origins: string;
   created_at: string;
   updated_at: string;
   deactivated_at?: string | null;
@@ -27,6 +28,7 @@ const LENDER_COLUMNS = everyColumnOf<LenderRow>()(
   'rate_limit_per_minute',
   'rate_limit_burst',
   'ip_allowlist',
+  'return_origins',
   'created_at',
   'updated_at',
   'deactivated_at',
@@ -53,6 +55,7 @@ const toLender = (row: LenderRow): LenderAccount => ({
   rateLimitPerMinute: row.rate_limit_per_minute,
   rateLimitBurst: row.rate_limit_burst,
   ipAllowlist: JSON.parse(row.ip_allowlist) as string[],
+  returnOrigins: JSON.parse(row.return_origins) as string[],
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   deactivatedAt: row.deactivated_at ?? null,
@@ -80,7 +83,9 @@ const keyRow = (key: ApiKeyRecord, keyHash: string) => ({
   revoked_at: key.revokedAt,
 });
 
-export type LenderChanges = Partial<Pick<LenderAccount, 'plan' | 'rateLimitPerMinute' | 'rateLimitBurst' | 'ipAllowlist' | 'name' | 'jurisdiction'>>;
+export type LenderChanges = Partial<
+  Pick<LenderAccount, 'plan' | 'rateLimitPerMinute' | 'rateLimitBurst' | 'ipAllowlist' | 'returnOrigins' | 'name' | 'jurisdiction'>
+>;
 
 type PrincipalRow = LenderRow & { key_id: string; key_role: string; key_per_minute: number | null; key_burst: number | null };
 
@@ -200,6 +205,7 @@ export class AccountsRepository {
       rate_limit_per_minute: lender.rateLimitPerMinute,
       rate_limit_burst: lender.rateLimitBurst,
       ip_allowlist: JSON.stringify(lender.ipAllowlist),
+      return_origins: JSON.stringify(lender.returnOrigins),
       created_at: lender.createdAt,
       updated_at: lender.updatedAt,
     });
@@ -223,6 +229,7 @@ export class AccountsRepository {
     if (changes.rateLimitPerMinute !== undefined) columns.rate_limit_per_minute = changes.rateLimitPerMinute;
     if (changes.rateLimitBurst !== undefined) columns.rate_limit_burst = changes.rateLimitBurst;
     if (changes.ipAllowlist !== undefined) columns.ip_allowlist = JSON.stringify(changes.ipAllowlist);
+    if (changes.returnOrigins !== undefined) columns.return_origins = JSON.stringify(changes.returnOrigins);
     const updated = await this.knex('lender_accounts').where({ id }).update(columns);
     return updated === 0 ? null : this.findLender(id);
   }

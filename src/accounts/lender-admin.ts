@@ -3,6 +3,7 @@ import type { ServiceMode } from '../platform/config.ts';
 import type { AccountsRepository, LenderChanges } from './accounts-repository.ts';
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey, keyBelongsToMode } from './api-keys.ts';
 import { parseAllowlist } from './ip-allowlist.ts';
+import { parseReturnOrigins } from './return-origins.ts';
 import { JURISDICTIONS, PLANS, ROLES, type ApiKeyRecord, type Jurisdiction, type LenderAccount, type Plan, type Role } from './model.ts';
 
 /** A refused operator command; its message says what to change. */
@@ -41,6 +42,7 @@ export async function createLender(ctx: AdminContext, input: { name: string; pla
     rateLimitPerMinute: null,
     rateLimitBurst: null,
     ipAllowlist: [],
+    returnOrigins: [],
     createdAt: now,
     updatedAt: now,
   };
@@ -50,7 +52,7 @@ export async function createLender(ctx: AdminContext, input: { name: string; pla
 
 export async function updateLender(
   ctx: AdminContext,
-  input: { id: string; plan?: string; jurisdiction?: string; rateLimit?: number; burst?: number; allowlist?: string[] },
+  input: { id: string; plan?: string; jurisdiction?: string; rateLimit?: number; burst?: number; allowlist?: string[]; returnOrigins?: string[] },
 ): Promise<LenderAccount> {
   await requireLender(ctx, input.id);
   const changes: LenderChanges = {};
@@ -68,7 +70,16 @@ export async function updateLender(
       throw new AdminError(`allowlist: ${(error as Error).message}`);
     }
   }
-  if (Object.keys(changes).length === 0) throw new AdminError('nothing to change: give --plan, --jurisdiction, --rate-limit/--burst or --allowlist');
+  if (input.returnOrigins !== undefined) {
+    try {
+      changes.returnOrigins = parseReturnOrigins(input.returnOrigins.filter((entry) => entry.trim() !== ''));
+    } catch (error) {
+      throw new AdminError(`return origins: ${(error as Error).message}`);
+    }
+  }
+  if (Object.keys(changes).length === 0) {
+    throw new AdminError('nothing to change: give --plan, --jurisdiction, --rate-limit/--burst, --allowlist or --return-origins');
+  }
   return (await ctx.accounts.updateLender(input.id, changes, ctx.now().toISOString()))!;
 }
 
@@ -222,6 +233,7 @@ export async function ensureDemoAccount(ctx: AdminContext, demoApiKey: string): 
         rateLimitPerMinute: null,
         rateLimitBurst: null,
         ipAllowlist: [],
+        returnOrigins: [],
         createdAt: now,
         updatedAt: now,
       });

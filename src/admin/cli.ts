@@ -62,19 +62,36 @@ export function buildCli(run: RunCommand): Command {
           ),
     );
   });
-  json(lender.command('set').description('change plan, jurisdiction, rate limit or IP allowlist'))
+  json(lender.command('set').description('change plan, jurisdiction, rate limit, IP allowlist or return origins'))
     .requiredOption('--id <lenderId>', 'lender account id')
     .option('--plan <plan>', 'pilot or production')
     .option('--jurisdiction <jurisdiction>', 'eu_gdpr, uk_gdpr, difc or other')
     .option('--rate-limit <perMinute>', "requests per minute for the account's keys", integer('--rate-limit'))
     .option('--burst <perSecond>', 'requests per second', integer('--burst'))
     .option('--allowlist <cidrs>', 'comma-separated CIDR ranges; empty string allows all', (v: string) => v.split(','))
-    .action(async (options: OutputOptions & { id: string; plan?: string; jurisdiction?: string; rateLimit?: number; burst?: number; allowlist?: string[] }) => {
-      const account = await run((ctx) => admin.updateLender(ctx, options));
-      print(options, account, () => [
-        `Updated lender ${account.id}: plan ${account.plan}, jurisdiction ${account.jurisdiction}, rate limit ${account.rateLimitPerMinute ?? 'plan default'}/min burst ${account.rateLimitBurst ?? 'plan default'}/s, allowlist ${account.ipAllowlist.join(',') || '(all addresses)'}`,
-      ]);
-    });
+    .option(
+      '--return-origins <origins>',
+      "comma-separated origins (https://app.example) a verification's return_url may lead to; empty string allows none",
+      (v: string) => v.split(','),
+    )
+    .action(
+      async (
+        options: OutputOptions & {
+          id: string;
+          plan?: string;
+          jurisdiction?: string;
+          rateLimit?: number;
+          burst?: number;
+          allowlist?: string[];
+          returnOrigins?: string[];
+        },
+      ) => {
+        const account = await run((ctx) => admin.updateLender(ctx, options));
+        print(options, account, () => [
+          `Updated lender ${account.id}: plan ${account.plan}, jurisdiction ${account.jurisdiction}, rate limit ${account.rateLimitPerMinute ?? 'plan default'}/min burst ${account.rateLimitBurst ?? 'plan default'}/s, allowlist ${account.ipAllowlist.join(',') || '(all addresses)'}, return origins ${account.returnOrigins.join(',') || '(none)'}`,
+        ]);
+      },
+    );
   json(lender.command('policy').description('set eligibility threshold overrides for one product type'))
     .requiredOption('--id <lenderId>', 'lender account id')
     .requiredOption('--product-type <type>', 'rbf, term_loan, securitization_pool, revenue_loan, venture_debt, murabaha or hpp')

@@ -1,5 +1,6 @@
 import { BASE_CSS, escapeHtml as escape } from '../platform/html.ts';
 import type { VerificationRecord } from '../verifications/verifications-repository.ts';
+import { returnLink } from '../accounts/return-origins.ts';
 import { CATALOGUES, directionOf, formatDateTime, LOCALES, type Locale, type Messages } from './i18n/catalogue.ts';
 
 // Server-rendered pages for creators: no JavaScript, no third-party assets, every value escaped,
@@ -220,10 +221,17 @@ ${backLink(ctx, m)}`,
 }
 
 /** What a consent link shows once nothing more is asked of the creator: one page per state, failures by reason. */
-export function outcomePage(ctx: PageContext, verification: Pick<VerificationRecord, 'status' | 'failureReason' | 'updatedAt' | 'completedAt'>): string {
+export function outcomePage(
+  ctx: PageContext,
+  verification: Pick<VerificationRecord, 'id' | 'status' | 'failureReason' | 'updatedAt' | 'completedAt' | 'returnUrl'>,
+): string {
   const { m, lender, date } = wordsFor(ctx);
   const when = paragraph(m.outcomeWhen({ date: date(verification.updatedAt) }), 'when');
-  const close = paragraph(m.closePage);
+  // The way back to the lender's app, with the verification and the outcome this page shows.
+  const back = verification.returnUrl
+    ? `<p class="return"><a href="${escape(returnLink(verification.returnUrl, verification.id, verification.status))}">${escape(m.returnToLender({ lender }))}</a></p>\n`
+    : '';
+  const close = back + paragraph(m.closePage);
   const page = (title: string, ...paragraphs: string[]) =>
     layout(
       ctx,

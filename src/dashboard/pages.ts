@@ -447,6 +447,7 @@ export function accountPage(
     plan: { name: string; perMinute: number; burst: number; custom: boolean };
     keys: Array<ApiKeyRecord & { quota: { perMinute: number; burst: number }; usedThisMinute: number }>;
     users: DashboardUser[];
+    notice?: string;
   },
 ): string {
   const keys = input.keys.map(
@@ -473,8 +474,30 @@ ${table('API keys', ['Key', 'Role', 'Created', 'Last used', 'State', 'This minut
 </section>
 <section aria-labelledby="people"><h2 id="people">Dashboard users</h2>
 ${table('Dashboard users', ['Email', 'Role', 'Created'], users, 'No users.')}
-</section>`,
+</section>
+${returnOriginsSection(viewer, input.notice)}`,
   );
+}
+
+/** The origins a creation's `return_url` may lead to: listed for everyone, changed by an admin. */
+function returnOriginsSection(viewer: Viewer, notice: string | undefined): string {
+  const origins = viewer.lender.returnOrigins;
+  const list =
+    origins.length === 0
+      ? '<p>None: a creation that gives a <code>return_url</code> is refused.</p>'
+      : `<ul>${origins.map((o) => `<li class="mono">${e(o)}</li>`).join('')}</ul>`;
+  const form = isAdmin(viewer)
+    ? `<form method="post" action="/dashboard/account/return-origins">${csrf(viewer)}
+<p><label for="return-origins">Origins, one per line</label><textarea id="return-origins" name="origins" rows="4" cols="50" placeholder="https://app.example.com">${e(origins.join('\n'))}</textarea></p>
+<button type="submit">Save return origins</button>
+</form>`
+    : '<p class="hint">An admin changes them.</p>';
+  return `<section aria-labelledby="return-origins-title"><h2 id="return-origins-title">Return origins</h2>
+${notice ? `<p class="notice" role="status">${e(notice)}</p>` : ''}
+<p class="hint">Where the creator's pages may send the creator back to after consent: a verification's <code>return_url</code> must start with one of these origins (https; http only on localhost).</p>
+${list}
+${form}
+</section>`;
 }
 
 const roleName = (role: DashboardRole) => (role === 'admin' ? 'admin (changes, secrets)' : 'viewer (reads)');

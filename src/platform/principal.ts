@@ -18,6 +18,8 @@ export interface LenderAccount {
   rateLimitPerMinute: number | null;
   rateLimitBurst: number | null;
   ipAllowlist: string[];
+  /** The origins its creations' `return_url`s may lead to (accounts/return-origins.ts); none at first. */
+  returnOrigins: string[];
   createdAt: string;
   updatedAt: string;
   /** Set while the operator has deactivated the account: none of its keys authenticate. */

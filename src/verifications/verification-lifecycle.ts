@@ -1,5 +1,6 @@
 import type { components, operations } from '../../generated/api.ts';
 import type { RiskTape200 } from '../../generated/tape.ts';
+import { checkReturnUrl } from '../accounts/return-origins.ts';
 import type { Config } from '../platform/config.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { DomainError } from '../platform/domain-error.ts';
@@ -300,6 +301,8 @@ export class VerificationLifecycle {
    */
   async create(principal: Principal, idempotencyKey: string, request: CreateVerificationRequest): Promise<{ body: VerificationResource; replayed: boolean }> {
     const fingerprint = requestFingerprint(request);
+    // Refused before anything is claimed or written: an unregistered origin creates nothing.
+    const returnUrl = returnUrlOf(principal, request);
     const profile = await this.deps.scoringProfileOf(principal.lender.id);
     return this.deps.verifications.transaction(async (store) => {
       // Read once the unit of work has begun (on SQLite, once the writer is this transaction's), not
@@ -313,7 +316,7 @@ export class VerificationLifecycle {
         const verification = previous.verificationId ? await store.lock(previous.verificationId) : null;
         return { body: { ...previous.body, consent_url: verification?.consentUrl ?? previous.body.consent_url }, replayed: true };
       }
-      const resource = await this.insertNew(store, principal, request, profile, now);
+      const resource = await this.insertNew(store, principal, request, profile, now, returnUrl);
       await store.storeIdempotentResponse(principal.lender.id, idempotencyKey.toLowerCase(), 201, { ...resource, consent_url: '' }, resource.verification_id);
       return { body: resource, replayed: false };
     });
@@ -588,6 +591,7 @@ export class VerificationLifecycle {
     request: CreateVerificationRequest,
     profile: ScoringProfile,
     now: Date,
+    returnUrl: string | null,
   ): Promise<VerificationResource> {
     const consentToken = randomBase62(43);
     const record: VerificationRecord = {
@@ -598,6 +602,7 @@ export class VerificationLifecycle {
       lenderName: request.lender_name ?? principal.lender.name,
       productType: request.product_type ?? 'rbf',
       declaredMonthlyObligationsEur: request.declared_monthly_obligations_eur ?? null,
+      returnUrl,
       status: 'pending_consent',
       failureReason: null,
       // The URL carries an unguessable token, never the verification id; the token is stored only
@@ -699,6 +704,17 @@ async function claimIdempotencyKey<Answer>(
     throw new DomainError('conflict', `Idempotency-Key ${idempotencyKey} was already used with a different payload.`);
   }
   return { body: previous.responseBody as Answer, verificationId: previous.verificationId };
+}
+
+/**
+ * The creation's `return_url` as its pages will link it, or null without one; a URL whose origin the
+ * lender has not registered is a `validation_error` (accounts/return-origins.ts).
+ */
+function returnUrlOf(principal: Principal, request: CreateVerificationRequest): string | null {
+  if (request.return_url === undefined) return null;
+  const checked = checkReturnUrl(request.return_url, principal.lender.returnOrigins);
+  if ('refused' in checked) throw new DomainError('invalid', `return_url: ${checked.refused}`, 'body.return_url');
+  return checked.url;
 }
 
 /**

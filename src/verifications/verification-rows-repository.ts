@@ -24,6 +24,8 @@ export interface VerificationRecord {
   lenderName: string;
   productType: VerificationResource['product_type'];
   declaredMonthlyObligationsEur: number | null;
+  /** Where the creator's pages lead back to, its origin registered by the lender; null when the creation gave none. */
+  returnUrl: string | null;
   status: VerificationStatus;
   failureReason: FailureReason | null;
   consentUrl: string;
@@ -102,6 +104,7 @@ export interface VerificationRow {
   lender_name: string;
   product_type: string;
   declared_monthly_obligations_eur: number | null;
+  return_url: string | null;
   status: string;
   failure_reason: string | null;
   consent_url: string;
@@ -122,6 +125,7 @@ export const VERIFICATION_COLUMNS = everyColumnOf<VerificationRow>()(
   'lender_name',
   'product_type',
   'declared_monthly_obligations_eur',
+  'return_url',
   'status',
   'failure_reason',
   'consent_url',
@@ -186,6 +190,7 @@ export const toRecord = (row: VerificationRow, links: ConsentLinks): Verificatio
   lenderName: row.lender_name,
   productType: row.product_type as VerificationRecord['productType'],
   declaredMonthlyObligationsEur: row.declared_monthly_obligations_eur === null ? null : Number(row.declared_monthly_obligations_eur),
+  returnUrl: row.return_url,
   status: row.status as VerificationStatus,
   failureReason: row.failure_reason as FailureReason | null,
   // Rows from before links were sealed keep their URL until the start-up sealing reaches them.
@@ -218,6 +223,7 @@ export function toResource(record: VerificationRecord, connectionStatus: Readonl
     schema_version: record.tapeSchemaVersion as VerificationResource['schema_version'],
   };
   if (record.declaredMonthlyObligationsEur !== null) resource.declared_monthly_obligations_eur = record.declaredMonthlyObligationsEur;
+  if (record.returnUrl !== null) resource.return_url = record.returnUrl;
   return resource;
 }
 

@@ -32,9 +32,9 @@ import {
 const INSERT_VERIFICATION = namedStatement(
   'insert_verification',
   `insert into "verifications" ("id", "lender_id", "obligor_reference", "creator_platforms", "lender_name", "product_type",
-    "declared_monthly_obligations_eur", "status", "consent_token_hash", "consent_url", "consent_token_sealed", "expires_at",
+    "declared_monthly_obligations_eur", "return_url", "status", "consent_token_hash", "consent_url", "consent_token_sealed", "expires_at",
     "created_at", "updated_at", "completed_at", "tape_schema_version")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 );
 const INSERT_TRANSITION = namedStatement(
   'insert_transition',
@@ -131,6 +131,7 @@ export class VerificationStore {
       verification.lenderName,
       verification.productType,
       verification.declaredMonthlyObligationsEur,
+      verification.returnUrl,
       verification.status,
       verification.consentTokenHash,
       '',

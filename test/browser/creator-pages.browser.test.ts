@@ -12,6 +12,7 @@ import { AccountsRepository } from '../../src/accounts/accounts-repository.ts';
 import * as admin from '../../src/accounts/lender-admin.ts';
 import { loadConfig } from '../../src/platform/config.ts';
 import { createLogger } from '../../src/platform/logger.ts';
+import { CATALOGUES } from '../../src/consent/i18n/catalogue.ts';
 import { adminContext, startService, type Service } from '../../src/service.ts';
 import { startGoogleSimulator, type GoogleSimulator } from '../simulators/google.ts';
 import { providerEnv } from '../simulators/provider-env.ts';
@@ -52,7 +53,7 @@ interface Stack {
 }
 
 /** A service on its own database and port, with a lender named Northwind Capital and its key. */
-async function startStack(mode: 'production' | 'sandbox', extra: Record<string, string>): Promise<Stack> {
+async function startStack(mode: 'production' | 'sandbox', extra: Record<string, string>, returnOrigins: string[] = []): Promise<Stack> {
   const testDb = await testDatabases()[0]!.create();
   const server = createServer();
   server.listen(0, '127.0.0.1');
@@ -72,7 +73,7 @@ async function startStack(mode: 'production' | 'sandbox', extra: Record<string, 
   service.jobs.start(100);
   const ctx = adminContext(config, new AccountsRepository(service.db.knex));
   const lender = await admin.createLender(ctx, { name: 'Northwind Capital' });
-  await admin.updateLender(ctx, { id: lender.id, rateLimit: 100000, burst: 10000 });
+  await admin.updateLender(ctx, { id: lender.id, rateLimit: 100000, burst: 10000, ...(returnOrigins.length ? { returnOrigins } : {}) });
   const key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
   return { testDb, service, server, base, key };
 }
@@ -94,8 +95,8 @@ async function api<Body>(stack: Stack, method: string, path: string, body?: obje
   return (await response.json()) as Body;
 }
 
-const createVerification = (stack: Stack, platforms: Array<'youtube' | 'stripe'> = ['youtube', 'stripe']) =>
-  api<Verification>(stack, 'POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: platforms });
+const createVerification = (stack: Stack, platforms: Array<'youtube' | 'stripe'> = ['youtube', 'stripe'], extra: { return_url?: string } = {}) =>
+  api<Verification>(stack, 'POST', '/verifications', { obligor_reference: `obligor-${randomUUID()}`, creator_platforms: platforms, ...extra });
 
 const click = (page: Page, action: () => Promise<unknown>) => Promise.all([page.waitForNavigation(), action()]);
 
@@ -106,6 +107,10 @@ describe('creator pages in a real browser: decline, outcomes, provider denial, p
   let live: Stack;
   let sandbox: Stack;
   let browser: Browser;
+  /** The lender's own app, on a loopback origin the lender registered: where the pages lead back to. */
+  let lenderApp: Server;
+  let lenderAppOrigin: string;
+  const arrivals: URL[] = [];
 
   before(async function () {
     if (!existsSync(CHROMIUM)) {
@@ -114,7 +119,14 @@ describe('creator pages in a real browser: decline, outcomes, provider denial, p
     }
     google = await startGoogleSimulator();
     stripe = await startStripeSimulator();
-    live = await startStack('production', providerEnv(google, stripe));
+    lenderApp = createServer((req, res) => {
+      arrivals.push(new URL(req.url ?? '/', lenderAppOrigin));
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html lang="en"><title>Lender app</title><h1>Welcome back</h1></html>');
+    });
+    lenderApp.listen(0, '127.0.0.1');
+    await once(lenderApp, 'listening');
+    lenderAppOrigin = `http://127.0.0.1:${(lenderApp.address() as { port: number }).port}`;
+    live = await startStack('production', providerEnv(google, stripe), [lenderAppOrigin]);
     sandbox = await startStack('sandbox', {});
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     mkdirSync(SCREENSHOT_DIR, { recursive: true });
@@ -125,6 +137,7 @@ describe('creator pages in a real browser: decline, outcomes, provider denial, p
     await stopStack(sandbox);
     await google?.close();
     await stripe?.close();
+    lenderApp?.close();
   });
 
   const heading = (page: Page) => page.locator('h1').innerText();
@@ -205,6 +218,56 @@ describe('creator pages in a real browser: decline, outcomes, provider denial, p
     assert.deepEqual([await page.locator('html').getAttribute('lang'), await page.locator('html').getAttribute('dir')], ['ar', 'rtl']);
     assert.deepEqual(referers, [], 'a request carried a Referer (with the token in it)');
     assert.equal(await page.evaluate('document.referrer'), '');
+    await context.close();
+  });
+
+  it("offers a way back to the lender's app on every page a link ends on, in every language, carrying only the verification and its outcome", async () => {
+    const states: Array<[string, Record<string, unknown>]> = [
+      ['completed', { status: 'completed', completed_at: new Date().toISOString() }],
+      ['processing', { status: 'processing' }],
+      ['failed', { status: 'failed', failure_reason: 'platform_error' }],
+      ['failed', { status: 'failed', failure_reason: 'consent_declined' }],
+      ['expired', { status: 'expired' }],
+      ['cancelled', { status: 'cancelled' }],
+    ];
+    const open = await createVerification(live, ['youtube'], { return_url: `${lenderAppOrigin}/back?step=3` });
+    for (const [outcome, fields] of states) {
+      const verification = await createVerification(live, ['youtube'], { return_url: `${lenderAppOrigin}/back?step=3` });
+      await live.service.db
+        .knex('verifications')
+        .where({ id: verification.verification_id })
+        .update({ ...fields, updated_at: new Date().toISOString() });
+      for (const { locale, acceptLanguage } of LANGUAGES) {
+        const context = await browser.newContext({ extraHTTPHeaders: { 'accept-language': acceptLanguage } });
+        const page = await context.newPage();
+        await page.goto(verification.consent_url);
+        const where = `${outcome} ${(fields.failure_reason as string | undefined) ?? ''} [${locale}]`;
+        const back = page.locator(`a[href^="${lenderAppOrigin}/"]`);
+        assert.equal(await back.count(), 1, where);
+        const words = CATALOGUES[locale].returnToLender({ lender: 'Northwind Capital' });
+        assert.equal((await back.innerText()).replace(/[\u2068\u2069]/g, ''), words, where);
+        arrivals.length = 0;
+        await Promise.all([page.waitForURL(`${lenderAppOrigin}/**`), back.click()]);
+        assert.equal(await page.locator('h1').innerText(), 'Welcome back', where);
+        const [arrived] = arrivals;
+        assert.equal(arrived?.pathname, '/back', where);
+        assert.deepEqual(
+          [...arrived.searchParams.entries()].sort(),
+          [
+            ['outcome', outcome],
+            ['step', '3'],
+            ['verification_id', verification.verification_id],
+          ].sort(),
+          where,
+        );
+        await context.close();
+      }
+    }
+    // A link still asking for consent offers no way back: nothing has ended.
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(open.consent_url);
+    assert.equal(await page.locator(`a[href^="${lenderAppOrigin}/"]`).count(), 0);
     await context.close();
   });
 

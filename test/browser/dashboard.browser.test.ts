@@ -326,6 +326,56 @@ describe('lender dashboard in a real browser (headless Chromium)', function () {
     assert.deepEqual(violations, []);
   });
 
+  it('an admin registers return origins on the Account page, which a creation may then lead back to; a viewer sees them and changes nothing', async () => {
+    const lender = await admin.createLender(ctx, { name: 'Northeast Advances' });
+    const key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+    const [adminEmail, viewerEmail] = ['ops-northeast@example.com', 'reader-northeast@example.com'];
+    await createDashboardUser(users, { lenderId: lender.id, email: adminEmail, role: 'admin', password: PASSWORD });
+    await createDashboardUser(users, { lenderId: lender.id, email: viewerEmail, role: 'viewer', password: PASSWORD });
+    const create = (returnUrl: string) =>
+      fetch(`${base}/api/v1/verifications`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+        body: JSON.stringify({ obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube'], return_url: returnUrl }),
+      });
+    assert.equal((await create('https://app.northeast.example/back')).status, 400, 'no origin registered yet');
+
+    await signInAs(adminEmail);
+    await page.getByRole('link', { name: 'Account' }).click();
+    assert.match(await page.getByRole('region', { name: 'Return origins' }).innerText(), /None/);
+    await page.getByLabel('Origins, one per line').fill('https://app.northeast.example\nhttp://localhost:3000/');
+    await page.getByRole('button', { name: 'Save return origins' }).click();
+    assert.match(await page.getByRole('status').first().innerText(), /Return origins saved/);
+    const listed = await page.getByRole('region', { name: 'Return origins' }).getByRole('listitem').allInnerTexts();
+    assert.deepEqual(listed, ['https://app.northeast.example', 'http://localhost:3000']);
+    await audit('account with return origins');
+    const made = await create('https://app.northeast.example/back?step=2');
+    assert.equal(made.status, 201, await made.clone().text());
+    assert.equal(((await made.json()) as { return_url: string }).return_url, 'https://app.northeast.example/back?step=2');
+
+    // Not an origin: refused with the entry named, and nothing changed.
+    await page.getByLabel('Origins, one per line').fill('http://app.northeast.example');
+    await page.getByRole('button', { name: 'Save return origins' }).click();
+    assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /check the form/i);
+    assert.match(await page.locator('main').innerText(), /http:\/\/app\.northeast\.example.*must be https/);
+    assert.equal((await create('https://app.northeast.example/back')).status, 201);
+    await page.goto(`${base}/dashboard/account`);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+
+    // A viewer reads them, has no form, and a post of its own is refused.
+    await signInAs(viewerEmail);
+    await page.getByRole('link', { name: 'Account' }).click();
+    assert.deepEqual(await page.getByRole('region', { name: 'Return origins' }).getByRole('listitem').allInnerTexts(), listed);
+    assert.equal(await page.getByLabel('Origins, one per line').count(), 0);
+    const csrfToken = await page.locator('input[name="_csrf"]').first().getAttribute('value');
+    const refused = await page.request.post(`${base}/dashboard/account/return-origins`, { form: { _csrf: csrfToken!, origins: 'https://evil.example' } });
+    assert.equal(refused.status(), 403);
+    assert.match(await refused.text(), /Admins only/);
+    assert.equal((await create('https://evil.example/back')).status, 400);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    assert.deepEqual(violations, []);
+  });
+
   it("ends a deactivated lender's open session at its next page and refuses sign-in; reactivation restores sign-in, not the old session", async () => {
     const lender = await admin.createLender(ctx, { name: 'Eastwind Lending' });
     const email = 'ops-eastwind@example.com';

@@ -9,6 +9,7 @@ export const ar: Messages = {
   lenderWithAccount: ({ lender, account }) => `${lender} (الحساب: ${account})`,
   backToConsent: 'العودة إلى صفحة الموافقة',
   closePage: 'يمكنك إغلاق هذه الصفحة.',
+  returnToLender: ({ lender }) => `العودة إلى ${lender}`,
 
   consentTitle: ({ lender }) => `تطلب ${lender} التحقق من دخلك بصفتك صانع محتوى`,
   consentIntro: ({ lender }) =>

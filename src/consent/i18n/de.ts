@@ -9,6 +9,7 @@ export const de: Messages = {
   lenderWithAccount: ({ lender, account }) => `${lender} (Konto: ${account})`,
   backToConsent: 'Zurück zur Einwilligungsseite',
   closePage: 'Sie können diese Seite schließen.',
+  returnToLender: ({ lender }) => `Zurück zu ${lender}`,
 
   consentTitle: ({ lender }) => `${lender} möchte Ihre Einnahmen als Creator prüfen`,
   consentIntro: ({ lender }) =>

@@ -9,6 +9,7 @@ export const en: Messages = {
   lenderWithAccount: ({ lender, account }) => `${lender} (account: ${account})`,
   backToConsent: 'Back to the consent page',
   closePage: 'You can close this page.',
+  returnToLender: ({ lender }) => `Return to ${lender}`,
 
   consentTitle: ({ lender }) => `${lender} asks to verify your creator income`,
   consentIntro: ({ lender }) =>

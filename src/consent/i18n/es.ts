@@ -9,6 +9,7 @@ export const es: Messages = {
   lenderWithAccount: ({ lender, account }) => `${lender} (cuenta: ${account})`,
   backToConsent: 'Volver a la página de consentimiento',
   closePage: 'Puede cerrar esta página.',
+  returnToLender: ({ lender }) => `Volver a ${lender}`,
 
   consentTitle: ({ lender }) => `${lender} solicita verificar sus ingresos como creador`,
   consentIntro: ({ lender }) =>

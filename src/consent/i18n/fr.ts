@@ -9,6 +9,7 @@ export const fr: Messages = {
   lenderWithAccount: ({ lender, account }) => `${lender} (compte : ${account})`,
   backToConsent: 'Retour à la page de consentement',
   closePage: 'Vous pouvez fermer cette page.',
+  returnToLender: ({ lender }) => `Revenir à ${lender}`,
 
   consentTitle: ({ lender }) => `${lender} demande à vérifier vos revenus de créateur`,
   consentIntro: ({ lender }) =>

@@ -19,6 +19,8 @@ export interface Messages {
   lenderWithAccount: (p: Lender & { account: string }) => string;
   backToConsent: string;
   closePage: string;
+  /** The link back to the lender's app, on a page the consent link ends on, when the creation gave a `return_url`. */
+  returnToLender: (p: Lender) => string;
 
   // The consent page
   consentTitle: (p: Lender) => string;

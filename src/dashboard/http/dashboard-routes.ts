@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import express, { type CookieOptions, type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AccountsRepository } from '../../accounts/accounts-repository.ts';
+import { parseReturnOrigins } from '../../accounts/return-origins.ts';
 import { peerBenchmark, type PeerBenchmarkDeps } from '../../benchmarks/peer-benchmark.ts';
 import type { ServiceMode } from '../../platform/config.ts';
 import { isDatabaseUnavailable } from '../../platform/db/database.ts';
@@ -47,7 +48,7 @@ export interface DashboardDeps {
   lifecycle: VerificationLifecycle;
   benchmarks: PeerBenchmarkDeps;
   webhooks: EndpointDeps & { wakeDeliveries: () => void; post: PostToEndpoint };
-  accounts: Pick<AccountsRepository, 'listKeys'>;
+  accounts: Pick<AccountsRepository, 'listKeys' | 'updateLender'>;
   rateLimits: RateLimits;
   mode: ServiceMode;
   /** Cookies are Secure (and `__Host-` named) unless this is a sandbox reached over plain http on the operator's machine. */
@@ -392,7 +393,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
 
   // Account
 
-  router.get('/account', async (_req, res) => {
+  router.get('/account', async (req, res) => {
     const viewer = viewerOf(res);
     const { lender } = viewer;
     const records = await deps.accounts.listKeys(lender.id);
@@ -410,7 +411,20 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
       burst: custom ? lender.rateLimitBurst! : base.burst,
       custom,
     };
-    return html(res, 200, accountPage(viewer, { plan, keys, users: await deps.users.users.listUsers(lender.id) }));
+    const notice = one(req.query.notice) === 'return-origins' ? 'Return origins saved.' : undefined;
+    return html(res, 200, accountPage(viewer, { plan, keys, users: await deps.users.users.listUsers(lender.id), notice }));
+  });
+
+  router.post('/account/return-origins', adminOnly, async (req, res) => {
+    const text = one((req.body as Record<string, unknown>).origins) ?? '';
+    let origins: string[];
+    try {
+      origins = parseReturnOrigins(text.split(/\r?\n/).filter((line) => line.trim() !== ''));
+    } catch (error) {
+      throw new DomainError('invalid', `Return origins: ${(error as Error).message}.`);
+    }
+    await deps.accounts.updateLender(viewerOf(res).lender.id, { returnOrigins: origins }, deps.users.now().toISOString());
+    return res.redirect(303, '/dashboard/account?notice=return-origins');
   });
 
   const refusals: ErrorRequestHandler = (error, _req, res, next) => {

@@ -23,6 +23,7 @@ import * as dashboardDeactivation from './20261128_021_dashboard_deactivation.ts
 import * as benchmarkLenderBuckets from './20261128_022_benchmark_lender_buckets.ts';
 import * as eventFeed from './20261128_023_event_feed.ts';
 import * as webhookDisabling from './20261128_024_webhook_disabling.ts';
+import * as returnUrls from './20261128_025_return_urls.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -52,6 +53,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261128_022_benchmark_lender_buckets', benchmarkLenderBuckets],
   ['20261128_023_event_feed', eventFeed],
   ['20261128_024_webhook_disabling', webhookDisabling],
+  ['20261128_025_return_urls', returnUrls],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

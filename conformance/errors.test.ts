@@ -204,6 +204,9 @@ forEachTarget((target) => {
         ['an empty creator_platforms', { creator_platforms: [] }, /creator_platforms/],
         ['patreon in creator_platforms (D3: not a supported platform)', { creator_platforms: ['patreon'] }, /creator_platforms/],
         ['a duplicated platform in creator_platforms', { creator_platforms: ['youtube', 'youtube'] }, /creator_platforms/],
+        ['a blank obligor_reference (spaces only)', { obligor_reference: '   ' }, /obligor_reference/],
+        ['an email address as obligor_reference (personal data)', { obligor_reference: 'ana.creator@example.com' }, /obligor_reference/],
+        ['a phone number as obligor_reference (personal data)', { obligor_reference: '+44 20 7946 0958' }, /obligor_reference/],
         ['an unknown product_type', { product_type: 'mortgage' }, /product_type/],
         ['an unknown body field (the request schema is closed)', { favourite_colour: 'blue' }, /favourite_colour/],
       ];

@@ -52,7 +52,7 @@ export const MUTANTS_BY_ROW: Readonly<Record<string, readonly string[]>> = {
   'op:createOverlay 409 duplicate_request': ['overlay-key-ignores-verification'],
   'op:createOverlay 422 unprocessable': ['overlay-51st-accepted', 'overlay-on-unfinished-verification'],
   'op:createVerification 201': ['default-product-type', 'lender-name-ignored', 'return-url-outcome-fixed', 'return-url-not-shown'],
-  'op:createVerification 400 validation_error': ['return-url-origin-unchecked', 'return-url-credentials-taken'],
+  'op:createVerification 400 validation_error': ['return-url-origin-unchecked', 'return-url-credentials-taken', 'obligor-reference-email-taken'],
   'op:createVerification 409 duplicate_request': ['idempotency-conflict-200'],
   'op:createWebhook 400 validation_error': ['metadata-target-admitted'],
   'op:createWebhook 422 unprocessable': ['endpoint-limit-21'],

@@ -1142,6 +1142,16 @@ export const MUTANTS: Mutant[] = [
     grep: 'the resource shows the return_url',
   },
   {
+    id: 'obligor-reference-email-taken',
+    group: 'platform',
+    rows: ['op:createVerification 400 validation_error'],
+    defect: "an email address is taken as an obligor_reference: personal data on the creator's pages and in lists",
+    file: 'src/verifications/obligor-reference.ts',
+    find: "  if (EMAIL.test(reference)) return 'looks like an email address; use your own id for the creator, never personal data';",
+    replace: '',
+    grep: 'email address as obligor_reference',
+  },
+  {
     id: 'gdpr-receipt-miscounts-overlays',
     group: 'platform',
     rows: ['op:gdprErase 200'],

@@ -5,6 +5,7 @@ import type { Config } from '../platform/config.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { DomainError } from '../platform/domain-error.ts';
 import { newId, randomBase62 } from '../platform/ids.ts';
+import { instant, oneCursor } from '../platform/list-query.ts';
 import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { JobHandlers } from '../platform/jobs/job-queue.ts';
 import { countVerificationMove } from '../platform/metrics/metrics.ts';
@@ -19,6 +20,7 @@ import {
   type SchemaVersion,
 } from '../tape/index.ts';
 import type { LifecycleJobPayloads } from './lifecycle-jobs.ts';
+import { personalDataIn } from './obligor-reference.ts';
 import { sandboxIncome, sandboxSteps, stepDelayMs } from './sandbox.ts';
 import { scoreVerification, type ScoredTape, type ScoringProfile } from './scoring.ts';
 import { findTransition, IllegalTransition, type FailureReason, type Transition, type VerificationStatus } from './state-machine.ts';
@@ -45,7 +47,7 @@ export type ListVerificationsQuery = NonNullable<operations['listVerifications']
 export type ListEventsQuery = NonNullable<operations['listEvents']['parameters']['query']>;
 
 /** How far back the event feed reaches (GET /api/v1/events). */
-export const EVENT_FEED_DAYS = 30;
+const EVENT_FEED_DAYS = 30;
 export type CreateOverlayRequest = operations['createOverlay']['requestBody']['content']['application/json'];
 export type OverlayResource = components['schemas']['Overlay'];
 
@@ -190,12 +192,6 @@ export class VerificationLifecycle {
    * with an empty page, which a client would take for the end of the list.
    */
   async listForLender(lenderId: string, query: ListVerificationsQuery): Promise<{ data: VerificationResource[]; has_more: boolean }> {
-    const instant = (value: string | undefined, field: string) => {
-      if (value === undefined) return undefined;
-      const at = new Date(value);
-      if (Number.isNaN(at.getTime())) throw new DomainError('invalid', `${field} is not a date-time`, `query.${field}`);
-      return at.toISOString();
-    };
     const filter: VerificationListFilter = {
       status: query.status,
       obligorReference: query.obligor_reference,
@@ -203,9 +199,7 @@ export class VerificationLifecycle {
       createdGte: instant(query.created_gte, 'created_gte'),
       createdLt: instant(query.created_lt, 'created_lt'),
     };
-    if (query.starting_after !== undefined && query.ending_before !== undefined) {
-      throw new DomainError('invalid', 'starting_after and ending_before: give one cursor, not both', 'query.ending_before');
-    }
+    oneCursor(query);
     if (query.starting_after !== undefined) {
       const after = await this.deps.verifications.listPosition(lenderId, query.starting_after);
       if (!after) throw new DomainError('invalid', `starting_after: no verification ${query.starting_after}`, 'query.starting_after');
@@ -301,7 +295,10 @@ export class VerificationLifecycle {
    */
   async create(principal: Principal, idempotencyKey: string, request: CreateVerificationRequest): Promise<{ body: VerificationResource; replayed: boolean }> {
     const fingerprint = requestFingerprint(request);
-    // Refused before anything is claimed or written: an unregistered origin creates nothing.
+    // Refused before anything is claimed or written: personal data as a reference, or an
+    // unregistered origin, creates nothing.
+    const personalData = personalDataIn(request.obligor_reference);
+    if (personalData) throw new DomainError('invalid', `obligor_reference: ${personalData}`, 'body.obligor_reference');
     const returnUrl = returnUrlOf(principal, request);
     const profile = await this.deps.scoringProfileOf(principal.lender.id);
     return this.deps.verifications.transaction(async (store) => {

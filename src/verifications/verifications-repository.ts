@@ -3,6 +3,7 @@ import type { OverlayBlock, RiskTape200 } from '../../generated/tape.ts';
 import { inUnitOfWork } from '../platform/db/unit-of-work.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
 import { columnsOf } from '../platform/db/columns.ts';
+import { whereStatusAmong } from '../platform/db/list-filters.ts';
 import type { VerificationStatus } from './state-machine.ts';
 import { VerificationStore } from './verification-store-repository.ts';
 import {
@@ -231,11 +232,9 @@ export class VerificationsRepository {
   private listBuilder(lenderId: string, filter: VerificationListFilter, limit: number) {
     const query = this.reader<VerificationRow>('verifications').where({ lender_id: lenderId });
     // One state reads its own index (lender, status, created_at, id) in list order. Several would
-    // read it once per state and sort the lot, a sort that grows with the lender's rows: they are
-    // compared as an expression no index serves, so the lender's index is read in list order and
-    // its rows filtered, stopping once the page is full.
+    // read it once per state and sort the lot, a sort that grows with the lender's rows.
     if (filter.status?.length === 1) void query.andWhere('status', filter.status[0]!);
-    else if (filter.status) void query.andWhereRaw(`status || '' in (${filter.status.map(() => '?').join(', ')})`, filter.status);
+    else if (filter.status) whereStatusAmong(query, filter.status);
     if (filter.obligorReference) void query.andWhere('obligor_reference', filter.obligorReference);
     if (filter.productType) void query.andWhere('product_type', filter.productType);
     if (filter.createdGte) void query.andWhere('created_at', '>=', filter.createdGte);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.ts';
 import { DomainError } from '../platform/domain-error.ts';
 import type { EventOutbox } from '../platform/events/outbox.ts';
+import { instant, oneCursor } from '../platform/list-query.ts';
 import { requireEndpoint } from './endpoints.ts';
 import type { Delivery, WebhooksRepository } from './webhooks-repository.ts';
 
@@ -65,15 +66,7 @@ export async function listEndpointDeliveries(
   query: { limit?: number; starting_after?: string; ending_before?: string; status?: string[]; created_gte?: string; created_lt?: string },
 ): Promise<{ deliveries: Delivery[]; hasMore: boolean }> {
   const endpoint = await requireEndpoint(deps, lenderId, webhookId);
-  if (query.starting_after !== undefined && query.ending_before !== undefined) {
-    throw new DomainError('invalid', 'starting_after and ending_before: give one cursor, not both', 'query.ending_before');
-  }
-  const instant = (value: string | undefined, field: string) => {
-    if (value === undefined) return undefined;
-    const at = new Date(value);
-    if (Number.isNaN(at.getTime())) throw new DomainError('invalid', `${field} is not a date-time`, `query.${field}`);
-    return at.toISOString();
-  };
+  oneCursor(query);
   const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);
   const page = await deps.webhooks.listDeliveries(endpoint.id, limit, {
     startingAfter: query.starting_after,

@@ -65,6 +65,9 @@ describe('docs page in Chromium', function () {
     page.on('console', (message) => {
       if (/Content Security Policy/i.test(message.text())) refused.push(message.text());
     });
+    // Nothing either page asks for is missing, its icon included (it was a 404).
+    const failed: string[] = [];
+    page.on('response', (response) => void (response.status() >= 400 && failed.push(`${response.status()} ${response.url()}`)));
     await page.goto(`${base}/docs`);
     await page.getByRole('link', { name: 'Changelog' }).click();
     await page.waitForURL(`${base}/docs/changelog`);
@@ -75,6 +78,13 @@ describe('docs page in Chromium', function () {
     // Its own style applies (allowed by hash), and nothing was refused by the policy.
     assert.match(await page.evaluate<string>('getComputedStyle(document.body).fontFamily'), /system-ui/);
     assert.deepEqual(refused, []);
+    for (const path of ['/docs', '/docs/changelog']) {
+      await page.goto(`${base}${path}`);
+      const icon = await page.locator('link[rel="icon"]').getAttribute('href');
+      assert.equal((await page.request.get(`${base}${icon}`)).status(), 200, `${path}: its icon ${icon}`);
+    }
+    assert.deepEqual(failed, []);
+    await page.goto(`${base}/docs/changelog`);
     await page.getByRole('link', { name: 'API reference' }).waitFor();
     await page.close();
 

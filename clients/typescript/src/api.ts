@@ -31,6 +31,10 @@ export interface paths {
          *     24 hours returns the original status and body with `Idempotent-Replayed: true` and creates
          *     nothing; the same key with another body is `409 duplicate_request`.
          *
+         *     `obligor_reference` must not be personal data: a blank one, or one shaped like an email
+         *     address or a phone number written as such (a leading `+`, an area code in parentheses or
+         *     digit groups separated by spaces), is `400 validation_error` saying why.
+         *
          *     `return_url` brings the creator back to the lender's app: every page the consent link ends
          *     on (completed, processing, declined, failed, expired, cancelled) offers a link to it, with
          *     `verification_id` and `outcome` (the verification's status) added to its query and nothing
@@ -587,7 +591,9 @@ export interface components {
          * Format: uri
          * @description Where the creator's pages send the creator back to: an absolute `https` URL (`http` only on
          *     `localhost` or a loopback address) whose origin the lender registered, without credentials
-         *     or a fragment. The pages add `verification_id` and `outcome` to its query.
+         *     or a fragment. The pages add `verification_id` and `outcome` to its query. Stored and shown
+         *     as a URL parser normalises it (host in lower case, a default port and an empty path
+         *     written as `/`).
          */
         ReturnUrl: string;
         PlatformConnectionStatus: {

@@ -433,6 +433,18 @@ describe('HTTP app error handling', () => {
     assert.match(response.headers['content-type'] ?? '', /application\/json/);
   });
 
+  it('says in words that a platform is listed twice, not in the validator\'s "items ## 0 and 1"', async () => {
+    const response = await request(build({}))
+      .post('/api/v1/verifications')
+      .set('authorization', `Bearer civ_test_${'a'.repeat(32)}`)
+      .set('idempotency-key', '7d1e6a55-2f4b-4f5e-9a35-1c2b3d4e5f60')
+      .send({ obligor_reference: 'obligor-1', creator_platforms: ['youtube', 'youtube'] });
+    assert.equal(response.status, 400);
+    assert.equal(response.body.error, 'validation_error');
+    assert.equal(response.body.message, 'body.creator_platforms: must not list the same value twice (items 0 and 1 are the same)');
+    assert.doesNotMatch(JSON.stringify(response.body), /##/);
+  });
+
   it('refuses a response that breaks the contract when response validation is on', async () => {
     // A handler the type check would refuse: the validator is the last line when types are bypassed.
     const breaksContract = async () => ({ status: 200, body: { status: 'fine', extra: true } });

@@ -173,7 +173,7 @@ function onlyContractRoutes(operations: ApiOperation[]): RequestHandler {
  * The paths a polling lender or a creation requests (docs/persistence.md lists their statements),
  * each validated by a validator of its own.
  */
-export const PATHS_VALIDATED_ALONE = [
+const PATHS_VALIDATED_ALONE = [
   `${API_PREFIX}/verifications/{verification_id}`,
   `${API_PREFIX}/verifications/{verification_id}/tape`,
   `${API_PREFIX}/verifications`,

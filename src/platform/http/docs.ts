@@ -18,6 +18,7 @@ const docsPage = `<!doctype html>
 <head>
   <meta charset="utf-8">
   <title>Creator Income Verification Service API</title>
+  <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
 </head>
 <body>
@@ -76,6 +77,7 @@ function changelogPage(markdown: string): { html: string; csp: string } {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Changelog · Creator Income Verification Service API</title>
+<link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
 <style>${CHANGELOG_CSS}</style>
 </head>
 <body>
@@ -86,7 +88,7 @@ ${body}
 </body>
 </html>`;
   const styleHash = createHash('sha256').update(CHANGELOG_CSS).digest('base64');
-  return { html, csp: `default-src 'none'; style-src 'sha256-${styleHash}'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'` };
+  return { html, csp: `default-src 'none'; style-src 'sha256-${styleHash}'; img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'` };
 }
 
 /**

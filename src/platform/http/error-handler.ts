@@ -35,6 +35,12 @@ function fieldOf(path: string | undefined): string {
     .replace(/^headers\./, 'header.');
 }
 
+/** Ajv's wording where it reads as code rather than English ("items ## 0 and 1 are identical"). */
+function readable(message: string): string {
+  const duplicate = /^must NOT have duplicate items \(items ## (\d+) and (\d+) are identical\)$/.exec(message);
+  return duplicate ? `must not list the same value twice (items ${duplicate[1]} and ${duplicate[2]} are the same)` : message;
+}
+
 function isMissing(issue: ValidatorIssue): boolean {
   return issue.errorCode === 'required.openapi.validation' || /must have required property/.test(issue.message ?? '');
 }
@@ -47,7 +53,7 @@ function isMissing(issue: ValidatorIssue): boolean {
 function fromValidation(error: HttpLikeError): ApiError {
   const issues = error.errors ?? [];
   if (issues.some((issue) => /malformed uri/i.test(issue.message ?? ''))) return new ApiError('bad_request', 'The request path is not a valid URI.');
-  const details: ErrorDetail[] = issues.map((issue) => ({ field: fieldOf(issue.path), issue: issue.message ?? 'is invalid' }));
+  const details: ErrorDetail[] = issues.map((issue) => ({ field: fieldOf(issue.path), issue: readable(issue.message ?? 'is invalid') }));
   const missing = issues.filter(isMissing);
   if (missing.length > 0) {
     const names = missing.map((issue) => {

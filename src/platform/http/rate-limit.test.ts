@@ -48,6 +48,7 @@ for (const factory of testDatabases()) {
       assert.equal(limited.length, 1, responses.map((r) => r.status).join(','));
       assert.equal(limited[0]!.body.error, 'rate_limited');
       assert.equal(limited[0]!.headers['retry-after'], '1');
+      assert.match(limited[0]!.body.message as string, /retry in 1 second\.$/, 'one second, not "1 seconds"');
       assert.equal(limited[0]!.headers['x-ratelimit-limit'], '60');
     });
 

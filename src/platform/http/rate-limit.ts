@@ -140,7 +140,7 @@ function refusal(quota: Quota, outcome: Outcome): ApiError {
   const seconds = Math.max(1, Math.ceil(outcome.retryAfterMs / 1000));
   return new ApiError(
     'rate_limited',
-    `Rate limit of ${quota.perMinute} requests per minute (burst ${quota.burst} per second) exceeded; retry in ${seconds} seconds.`,
+    `Rate limit of ${quota.perMinute} requests per minute (burst ${quota.burst} per second) exceeded; retry in ${seconds} ${seconds === 1 ? 'second' : 'seconds'}.`,
     {
       retryAfterSeconds: seconds,
     },

@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
 import { AccountsRepository } from './accounts/accounts-repository.ts';
-import { DEMO_LENDER_ID, deploymentModeOf, ensureDemoAccount, type AdminContext } from './accounts/lender-admin.ts';
+import { adminContext, resolveEncryptionKey } from './admin/admin-context.ts';
+import { DEMO_LENDER_ID, deploymentModeOf, ensureDemoAccount } from './accounts/lender-admin.ts';
 import { ConfigError, TRUST_PROXY_TRUE_REFUSED, type Config } from './platform/config.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { openDatabase, type Database } from './platform/db/database.ts';
@@ -32,7 +32,6 @@ import { ensureDemoDashboardUser } from './dashboard/dashboard-users.ts';
 import { dashboardRoutes } from './dashboard/http/dashboard-routes.ts';
 import { providerIncomeSource } from './consent/provider-income.ts';
 import { configuredProviders } from './consent/providers.ts';
-import { validatePolicyOverrides } from './tape/index.ts';
 import { sandboxIncomeSource } from './verifications/sandbox.ts';
 import { VerificationLifecycle } from './verifications/verification-lifecycle.ts';
 import { VerificationsRepository, type ConsentLinks } from './verifications/verifications-repository.ts';
@@ -77,16 +76,6 @@ export interface ServiceOptions {
 }
 
 /**
- * Production refuses to start without ENCRYPTION_KEY (config); a sandbox generates one on first
- * start and keeps it in the database so every process and restart shares it (D22).
- */
-export async function resolveEncryptionKey(config: Pick<Config, 'encryptionKey'>, accounts: AccountsRepository): Promise<Buffer> {
-  if (config.encryptionKey) return config.encryptionKey;
-  const stored = await accounts.initialiseSetting('sandbox_encryption_key', randomBytes(32).toString('base64'));
-  return Buffer.from(stored, 'base64');
-}
-
-/**
  * Runs a one-time catch-up (data written before a feature existed) unless a setting says it ran.
  * Each catch-up is safe to run twice, so processes starting together may both run it.
  */
@@ -94,18 +83,6 @@ async function once(accounts: AccountsRepository, name: string, catchUp: () => P
   if (await accounts.readSetting(`catch_up:${name}`)) return;
   await catchUp();
   await accounts.initialiseSetting(`catch_up:${name}`, new Date().toISOString());
-}
-
-export function adminContext(config: Pick<Config, 'mode'>, accounts: AccountsRepository, clock: Clock = systemClock): AdminContext {
-  return {
-    accounts,
-    mode: config.mode,
-    now: () => clock.now(),
-    validatePolicyOverrides: (productType, overrides) => {
-      const result = validatePolicyOverrides(productType, overrides);
-      if (!result.ok) throw result.error;
-    },
-  };
 }
 
 /** Opens the database, applies migrations and builds the HTTP app; the caller decides where it listens. */

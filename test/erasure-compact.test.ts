@@ -10,7 +10,8 @@ import { runAdmin } from '../src/admin/run-admin.ts';
 import { COMPACTED_TABLES } from '../src/gdpr/personal-data.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { createLogger } from '../src/platform/logger.ts';
-import { adminContext, startService, type Service } from '../src/service.ts';
+import { adminContext } from '../src/admin/admin-context.ts';
+import { startService, type Service } from '../src/service.ts';
 import { testDatabases, type TestDatabase } from './support/test-databases.ts';
 
 /**

@@ -9,7 +9,8 @@ import { AccountsRepository } from '../src/accounts/accounts-repository.ts';
 import * as admin from '../src/accounts/lender-admin.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { createLogger } from '../src/platform/logger.ts';
-import { adminContext, startService, type Service } from '../src/service.ts';
+import { adminContext } from '../src/admin/admin-context.ts';
+import { startService, type Service } from '../src/service.ts';
 
 /**
  * A property-based fuzzer over the whole contract: requests derived from spec/ for every operation

@@ -7,7 +7,7 @@ import { GdprRepository } from '../gdpr/gdpr-repository.ts';
 import { StorageRepository } from '../gdpr/storage-repository.ts';
 import { ConfigError, loadConfig } from '../platform/config.ts';
 import { openDatabase, postgresMigrator, type Database } from '../platform/db/database.ts';
-import { adminContext, resolveEncryptionKey } from '../service.ts';
+import { adminContext, resolveEncryptionKey } from './admin-context.ts';
 import { SigningKeysRepository } from '../signing/signing-keys-repository.ts';
 import { SigningKeyError } from '../signing/tape-signer.ts';
 import { integer, print, withJson, type OutputOptions, type RunCommand } from './cli-support.ts';

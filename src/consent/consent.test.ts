@@ -7,7 +7,8 @@ import { ManualClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { createLogger } from '../platform/logger.ts';
-import { adminContext, startService, type Service } from '../service.ts';
+import { adminContext } from '../admin/admin-context.ts';
+import { startService, type Service } from '../service.ts';
 
 for (const factory of testDatabases()) {
   describe(`creator consent pages on ${factory.name}`, function () {

@@ -7,7 +7,8 @@ import { AccountsRepository } from '../accounts/accounts-repository.ts';
 import * as admin from '../accounts/lender-admin.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
-import { adminContext, startService, type Service } from '../service.ts';
+import { adminContext } from '../admin/admin-context.ts';
+import { startService, type Service } from '../service.ts';
 
 /** The consent link's token lets whoever holds it act as the creator: it is kept sealed, never in plain text (issue: hardening). */
 for (const factory of testDatabases()) {

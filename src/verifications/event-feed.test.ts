@@ -6,7 +6,8 @@ import * as admin from '../accounts/lender-admin.ts';
 import { ManualClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
-import { adminContext, startService, type Service } from '../service.ts';
+import { adminContext } from '../admin/admin-context.ts';
+import { startService, type Service } from '../service.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 
 const MINUTE = 60_000;

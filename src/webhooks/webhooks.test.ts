@@ -10,7 +10,8 @@ import { ManualClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
 import { createLogger } from '../platform/logger.ts';
-import { adminContext, startService, type Service } from '../service.ts';
+import { adminContext } from '../admin/admin-context.ts';
+import { startService, type Service } from '../service.ts';
 import { makeTestCertificates, TestReceiver, type TestCertificates } from '../../test/support/test-receiver.ts';
 import { verifyWebhookSignature } from './verify-signature.ts';
 

@@ -11,7 +11,8 @@ import { DashboardRepository } from '../../src/dashboard/dashboard-repository.ts
 import { createDashboardUser } from '../../src/dashboard/dashboard-users.ts';
 import { loadConfig } from '../../src/platform/config.ts';
 import { createLogger } from '../../src/platform/logger.ts';
-import { adminContext, startService, type Service } from '../../src/service.ts';
+import { adminContext } from '../../src/admin/admin-context.ts';
+import { startService, type Service } from '../../src/service.ts';
 import { testDatabases, type TestDatabase } from '../support/test-databases.ts';
 import { makeTestCertificates, TestReceiver } from '../support/test-receiver.ts';
 import { verifyWebhookSignature } from '../../src/webhooks/verify-signature.ts';

@@ -133,8 +133,14 @@ echo "database $DB_NAME, $MODE server on $BASE_URL, webhook CA in $CA_DIR"
 # The CA the suite's receiver gets its certificate from, and the server trusts (D16).
 bash scripts/make-test-ca.sh "$CA_DIR"
 
+# A production deployment has its providers' credentials (one without any refuses every creation,
+# P32). The suite connects no platform against a deployment, so these are never presented.
+PROVIDERS=()
+[ "$MODE" = production ] && PROVIDERS=(GOOGLE_CLIENT_ID=conformance-client GOOGLE_CLIENT_SECRET=conformance-secret
+  STRIPE_CLIENT_ID=ca_conformance STRIPE_SECRET_KEY=sk_test_conformance)
+
 # setsid: the server gets its own process group, so stopping it stops npm and node together.
-setsid env PORT="$PORT" HOST=127.0.0.1 DATABASE_URL="$DATABASE_URL" SERVICE_MODE="$MODE" ENCRYPTION_KEY="$ENCRYPTION_KEY" \
+setsid env "${PROVIDERS[@]}" PORT="$PORT" HOST=127.0.0.1 DATABASE_URL="$DATABASE_URL" SERVICE_MODE="$MODE" ENCRYPTION_KEY="$ENCRYPTION_KEY" \
   SANDBOX_COMPLETE_DELAY_MS="$SANDBOX_DELAY_MS" LOG_LEVEL=warn \
   NODE_EXTRA_CA_CERTS="$CA_DIR/ca.pem" WEBHOOK_ALLOW_PRIVATE_TARGETS="$PRIVATE_TARGETS" \
   WEBHOOK_RETRY_SCHEDULE="$RETRY_SCHEDULE" WEBHOOK_TIMEOUT_MS="$WEBHOOK_TIMEOUT_MS" \

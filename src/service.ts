@@ -172,6 +172,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
           ? providerIncomeSource({ consent: consentRepository, providers, encryptionKey, logger })
           : sandboxIncomeSource(verifications),
       dependentData: [(unit, ids) => webhooks.erase(unit, ids), (unit, ids) => consentRepository.erase(unit, ids), (unit, ids) => benchmarks.erase(unit, ids)],
+      unavailablePlatforms: new Set(unavailablePlatforms.map(({ platform }) => platform)),
     });
     const registeredLenderName = async (lenderId: string) => (await accounts.findLender(lenderId))?.name ?? null;
     const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now, registeredLenderName };

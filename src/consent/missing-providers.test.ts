@@ -58,7 +58,7 @@ describe('production without provider credentials', function () {
     for (const testDb of databases) await testDb.drop();
   });
 
-  it('no GOOGLE_* or STRIPE_*: starts with a warning per platform; the page offers no button and says why; a click returns to it', async () => {
+  it('no GOOGLE_* or STRIPE_*: starts with a warning per platform, and refuses a creation whose creator could connect nothing (422)', async () => {
     const { service, key, warnings } = await started({}, await database());
     services.push(service);
     assert.deepEqual(
@@ -71,20 +71,41 @@ describe('production without provider credentials', function () {
       ['youtube', 'stripe'],
     );
 
-    const path = await consentPath(service, key, ['youtube', 'stripe']);
+    // Nothing the creator could connect: refused at creation, and nothing is created (P32).
+    const reference = `obligor-${randomUUID()}`;
+    const refused = await request(service.app)
+      .post('/api/v1/verifications')
+      .auth(key, { type: 'bearer' })
+      .set('Idempotency-Key', randomUUID())
+      .send({ obligor_reference: reference, creator_platforms: ['youtube', 'stripe'] });
+    assert.equal(refused.status, 422, refused.text);
+    assert.equal(refused.body.error, 'unprocessable');
+    assert.match(refused.body.message as string, /cannot connect youtube or stripe at the moment/);
+    const listed = await request(service.app).get(`/api/v1/verifications?obligor_reference=${reference}`).auth(key, { type: 'bearer' });
+    assert.deepEqual(listed.body.data, []);
+  });
+
+  it('a link made while a platform was configured, opened once none is: says plainly that nothing can be connected now', async () => {
+    const testDb = await database();
+    const configured = await started({ GOOGLE_CLIENT_ID: 'google-client', GOOGLE_CLIENT_SECRET: 'google-secret' }, testDb);
+    const path = await consentPath(configured.service, configured.key, ['youtube']);
+    await configured.service.close();
+    const { service } = await started({}, testDb);
+    services.push(service);
     const page = await request(service.app).get(path);
     assert.equal(page.status, 200);
-    assert.doesNotMatch(page.text, /\/connect\//, 'no connect form');
-    assert.match(page.text, /id="unavailable-youtube"[^>]*>YouTube cannot be connected through this service at the moment/);
-    assert.match(page.text, /id="unavailable-stripe"[^>]*>Stripe cannot be connected through this service at the moment/);
+    assert.match(page.text, /id="nothing-to-connect"[^>]*>This service cannot connect any of the platforms Northwind Capital asked for at the moment/);
+    assert.doesNotMatch(page.text, /the other platforms/, 'no note pointing to other platforms');
+    assert.doesNotMatch(page.text, /\/connect\/|\/complete"/, 'nothing to connect or finish');
     assert.match(page.text, /Not available/);
+    assert.match(page.text, new RegExp(`href="${path}/decline"`), 'declining stays possible');
 
     const click = await request(service.app).post(`${path}/connect/youtube`);
     assert.equal(click.status, 303, 'a stale form leads back to the page, not to an error page');
     assert.equal(click.headers.location, path);
 
     const german = await request(service.app).get(path).set('Accept-Language', 'de');
-    assert.match(german.text, /YouTube kann über diesen Dienst derzeit nicht verbunden werden/);
+    assert.match(german.text, /Dieser Dienst kann derzeit keine der Plattformen verbinden/);
   });
 
   it('only Stripe configured: Stripe keeps its button, YouTube says it cannot be connected', async () => {
@@ -98,6 +119,14 @@ describe('production without provider credentials', function () {
     const page = await request(service.app).get(path);
     assert.match(page.text, new RegExp(`action="${path}/connect/stripe"`));
     assert.doesNotMatch(page.text, /\/connect\/youtube/);
-    assert.match(page.text, /id="unavailable-youtube"/);
+    assert.match(page.text, /id="unavailable-youtube"[^>]*>YouTube cannot be connected through this service at the moment/);
+    assert.doesNotMatch(page.text, /nothing-to-connect/);
+    // YouTube alone is refused at creation: nothing of it could be connected.
+    const alone = await request(service.app)
+      .post('/api/v1/verifications')
+      .auth(key, { type: 'bearer' })
+      .set('Idempotency-Key', randomUUID())
+      .send({ obligor_reference: `obligor-${randomUUID()}`, creator_platforms: ['youtube'] });
+    assert.deepEqual([alone.status, alone.body.error], [422, 'unprocessable']);
   });
 });

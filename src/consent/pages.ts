@@ -104,6 +104,9 @@ export function consentPage(
   const { m, lender, platform: name, date } = wordsFor(ctx);
   const token = ctx.token;
   const anyConnected = [...connections.values()].includes('connected');
+  // Nothing connected and nothing offered: the page says so plainly instead of a note per
+  // platform that speaks of "the other platforms" (P32).
+  const nothingToConnect = !anyConnected && verification.creatorPlatforms.every((platform) => unavailable.has(platform));
   const platforms = verification.creatorPlatforms
     .map((platform) => {
       const connected = connections.get(platform) === 'connected';
@@ -118,7 +121,9 @@ export function consentPage(
     connected
       ? ''
       : !offered
-        ? `<p class="unavailable" id="unavailable-${platform}" role="note" dir="auto">${escape(m.platformNotOfferedText({ platform: name(platform), lender }))}</p>`
+        ? nothingToConnect
+          ? ''
+          : `<p class="unavailable" id="unavailable-${platform}" role="note" dir="auto">${escape(m.platformNotOfferedText({ platform: name(platform), lender }))}</p>`
         : `<form method="post" action="/consent/${token}/connect/${platform}">
     <button type="submit" aria-describedby="platform-${platform} status-${platform}">${escape(m.connectButton({ platform: name(platform) }))}</button>
   </form>`
@@ -132,6 +137,7 @@ export function consentPage(
     `<h1>${escape(m.consentTitle({ lender }))}</h1>
 ${notice ? `<p class="notice" role="status">${escape(notice)}</p>` : ''}
 ${paragraph(m.consentIntro({ lender }))}
+${nothingToConnect ? `<p class="unavailable" id="nothing-to-connect" role="note" dir="auto">${escape(m.noPlatformAvailable({ lender }))}</p>` : ''}
 <section aria-labelledby="reads">
 <h2 id="reads">${escape(m.whatIsRead)}</h2>
 <ul class="platforms">
@@ -147,7 +153,10 @@ ${platforms}
 <li>${escape(m.neverEmail({ lender }))}</li>
 </ul>
 </section>
-<section aria-labelledby="finish">
+${
+  nothingToConnect
+    ? ''
+    : `<section aria-labelledby="finish">
 <h2 id="finish">${escape(m.finishTitle)}</h2>
 ${paragraph(m.finishText({ lender }))}
 <form method="post" action="/consent/${token}/complete">
@@ -155,7 +164,8 @@ ${paragraph(m.finishText({ lender }))}
 </form>
 ${anyConnected ? '' : paragraph(m.finishHint, 'hint')}
 <p class="expiry"><time datetime="${verification.expiresAt}">${escape(m.expiresOn({ date: date(verification.expiresAt) }))}</time></p>
-</section>
+</section>`
+}
 <section aria-labelledby="decline">
 <h2 id="decline">${escape(m.declineTitle)}</h2>
 ${paragraph(m.declineText({ lender }))}

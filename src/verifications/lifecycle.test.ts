@@ -28,7 +28,9 @@ for (const factory of testDatabases()) {
       VALIDATE_RESPONSES: '1',
       SANDBOX_COMPLETE_DELAY_MS: String(DELAY),
       SERVICE_MODE: mode,
-      ...(mode === 'production' ? { ENCRYPTION_KEY: 'c'.repeat(64) } : {}),
+      // A production deployment with YouTube configured (never called here): one that can connect
+      // nothing refuses every creation (P32).
+      ...(mode === 'production' ? { ENCRYPTION_KEY: 'c'.repeat(64), GOOGLE_CLIENT_ID: 'google-client', GOOGLE_CLIENT_SECRET: 'google-secret' } : {}),
     });
     const logger = createLogger({ level: 'silent' });
 

@@ -79,6 +79,8 @@ export interface LifecycleDeps {
    * in the erasure's unit of work before the verifications themselves; each returns its counts.
    */
   dependentData: Array<(unit: UnitOfWork, verificationIds: string[]) => Promise<Record<string, number>>>;
+  /** Platforms this deployment cannot connect now (production without their credentials): none by default. */
+  unavailablePlatforms?: ReadonlySet<Platform>;
 }
 
 /** What an erasure removed, per kind of data. */
@@ -299,6 +301,15 @@ export class VerificationLifecycle {
     // unregistered origin, creates nothing.
     const personalData = personalDataIn(request.obligor_reference);
     if (personalData) throw new DomainError('invalid', `obligor_reference: ${personalData}`, 'body.obligor_reference');
+    // A link on which the creator could connect nothing would wait out its seven days in silence (P32).
+    const unavailable = this.deps.unavailablePlatforms;
+    if (unavailable && request.creator_platforms.every((platform) => unavailable.has(platform))) {
+      throw new DomainError(
+        'refused',
+        `creator_platforms: this deployment cannot connect ${request.creator_platforms.join(' or ')} at the moment (its operator has not configured ${request.creator_platforms.length > 1 ? 'them' : 'it'}), so the creator could connect nothing; nothing was created`,
+        'body.creator_platforms',
+      );
+    }
     const returnUrl = returnUrlOf(principal, request);
     const profile = await this.deps.scoringProfileOf(principal.lender.id);
     return this.deps.verifications.transaction(async (store) => {

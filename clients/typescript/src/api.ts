@@ -35,6 +35,10 @@ export interface paths {
          *     address or a phone number written as such (a leading `+`, an area code in parentheses or
          *     digit groups separated by spaces), is `400 validation_error` saying why.
          *
+         *     A deployment that cannot connect any of `creator_platforms` at the moment (in production,
+         *     its operator has not configured their credentials) answers `422 unprocessable` and creates
+         *     nothing: the creator could connect nothing, and the link would wait out its seven days.
+         *
          *     `return_url` brings the creator back to the lender's app: every page the consent link ends
          *     on (completed, processing, declined, failed, expired, cancelled) offers a link to it, with
          *     `verification_id` and `outcome` (the verification's status) added to its query and nothing
@@ -1876,6 +1880,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["DuplicateRequest"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

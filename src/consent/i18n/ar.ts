@@ -25,6 +25,8 @@ export const ar: Messages = {
   statusNotConnected: 'غير مرتبطة',
   connectButton: ({ platform }) => `ربط ${platform}`,
   statusUnavailable: 'غير متاح',
+  noPlatformAvailable: ({ lender }) =>
+    `لا تستطيع هذه الخدمة حاليًا ربط أي من المنصات التي طلبها ${lender}، لذلك لا يمكن التحقق من دخلك عبر هذا الرابط الآن. يُرجى إبلاغ ${lender}، إذ يمكنه إرسال رابط جديد إليك.`,
   platformNotOfferedText: ({ platform, lender }) =>
     `لا يمكن ربط ${platform} عبر هذه الخدمة حاليًا، لذلك لا يوجد زر لها. يمكنك المتابعة بالمنصات الأخرى، أو سؤال ${lender} عن كيفية المتابعة.`,
   neverTitle: 'ما لا يُطَّلع عليه ولا تتم مشاركته أبدًا',

@@ -25,6 +25,8 @@ export const de: Messages = {
   statusNotConnected: 'Nicht verbunden',
   connectButton: ({ platform }) => `${platform} verbinden`,
   statusUnavailable: 'Nicht verfügbar',
+  noPlatformAvailable: ({ lender }) =>
+    `Dieser Dienst kann derzeit keine der Plattformen verbinden, die ${lender} angefragt hat. Ihr Einkommen kann über diesen Link daher jetzt nicht bestätigt werden. Bitte geben Sie ${lender} Bescheid; ${lender} kann Ihnen einen neuen Link senden.`,
   platformNotOfferedText: ({ platform, lender }) =>
     `${platform} kann über diesen Dienst derzeit nicht verbunden werden, daher gibt es dafür keine Schaltfläche. Sie können mit den anderen Plattformen fortfahren oder ${lender} fragen, wie es weitergeht.`,
   neverTitle: 'Was nie eingesehen oder weitergegeben wird',

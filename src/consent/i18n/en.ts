@@ -25,6 +25,8 @@ export const en: Messages = {
   statusNotConnected: 'Not connected',
   connectButton: ({ platform }) => `Connect ${platform}`,
   statusUnavailable: 'Not available',
+  noPlatformAvailable: ({ lender }) =>
+    `This service cannot connect any of the platforms ${lender} asked for at the moment, so your income cannot be verified through this link now. Please let ${lender} know; they can send you a new link.`,
   platformNotOfferedText: ({ platform, lender }) =>
     `${platform} cannot be connected through this service at the moment, so there is no button for it. You can continue with the other platforms, or ask ${lender} how to proceed.`,
   neverTitle: 'What is never seen or shared',

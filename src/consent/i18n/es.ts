@@ -25,6 +25,8 @@ export const es: Messages = {
   statusNotConnected: 'No conectado',
   connectButton: ({ platform }) => `Conectar ${platform}`,
   statusUnavailable: 'No disponible',
+  noPlatformAvailable: ({ lender }) =>
+    `Este servicio no puede conectar en este momento ninguna de las plataformas que ${lender} ha solicitado, así que sus ingresos no se pueden verificar ahora con este enlace. Avise a ${lender}; podrá enviarle un enlace nuevo.`,
   platformNotOfferedText: ({ platform, lender }) =>
     `En este momento no es posible conectar ${platform} a través de este servicio, por eso no hay botón para esta plataforma. Puede continuar con las demás plataformas o preguntar a ${lender} cómo proceder.`,
   neverTitle: 'Lo que nunca se ve ni se comparte',

@@ -25,6 +25,8 @@ export const fr: Messages = {
   statusNotConnected: 'Non connecté',
   connectButton: ({ platform }) => `Connecter ${platform}`,
   statusUnavailable: 'Indisponible',
+  noPlatformAvailable: ({ lender }) =>
+    `Ce service ne peut pour le moment connecter aucune des plateformes demandées par ${lender} : vos revenus ne peuvent donc pas être vérifiés par ce lien pour l’instant. Merci de prévenir ${lender}, qui pourra vous envoyer un nouveau lien.`,
   platformNotOfferedText: ({ platform, lender }) =>
     `${platform} ne peut pas être connecté par ce service pour le moment ; il n’y a donc pas de bouton pour cette plateforme. Vous pouvez continuer avec les autres plateformes ou demander à ${lender} comment procéder.`,
   neverTitle: "Ce qui n'est jamais vu ni partagé",

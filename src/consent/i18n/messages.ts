@@ -39,6 +39,8 @@ export interface Messages {
   statusUnavailable: string;
   /** In place of the connect button of such a platform. */
   platformNotOfferedText: (p: OnPlatform & Lender) => string;
+  /** The consent page when the service can connect none of the platforms asked for (P32). */
+  noPlatformAvailable: (p: Lender) => string;
   neverTitle: string;
   neverPasswords: string;
   neverContent: string;

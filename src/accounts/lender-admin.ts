@@ -72,7 +72,7 @@ export async function updateLender(
   }
   if (input.returnOrigins !== undefined) {
     try {
-      changes.returnOrigins = parseReturnOrigins(input.returnOrigins.filter((entry) => entry.trim() !== ''));
+      changes.returnOrigins = parseReturnOrigins(input.returnOrigins);
     } catch (error) {
       throw new AdminError(`return origins: ${(error as Error).message}`);
     }

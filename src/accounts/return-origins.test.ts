@@ -7,7 +7,11 @@ describe('return origins', () => {
       parseReturnOrigins(['https://App.Example.com', ' https://app.example.com:8443 ', 'http://localhost:3000', 'http://127.0.0.1', 'http://[::1]:8080']),
       ['https://app.example.com', 'https://app.example.com:8443', 'http://localhost:3000', 'http://127.0.0.1', 'http://[::1]:8080'],
     );
-    assert.deepEqual(parseReturnOrigins(['https://a.example', 'https://a.example:443', 'https://a.example/']), ['https://a.example']);
+    assert.deepEqual(
+      parseReturnOrigins(['https://a.example', 'https://a.example:443', 'https://a.example/', '', '  ']),
+      ['https://a.example'],
+      'repeats and blanks left out',
+    );
   });
 
   it('refuses what is not an origin, with the entry in the message', () => {

@@ -24,23 +24,25 @@ function refusal(url: URL): string | null {
   return null;
 }
 
-/** Parses registered origins (`https://app.example` or with a port); throws with the offending entry. */
-export function parseReturnOrigins(entries: string[]): string[] {
-  const origins = entries.map((entry) => {
-    const text = entry.trim();
-    let url: URL;
-    try {
-      url = new URL(text);
-    } catch {
-      throw new Error(`"${text}" is not an origin such as https://app.example`);
-    }
-    const why = refusal(url);
-    if (why) throw new Error(`"${text}" ${why}`);
-    if ((url.pathname !== '/' && url.pathname !== '') || url.search !== '' || text.endsWith('?')) {
-      throw new Error(`"${text}" is not an origin: give scheme, host and port only, such as ${url.origin}`);
-    }
-    return url.origin;
-  });
+/** Parses registered origins (`https://app.example` or with a port), blank entries left out; throws with the offending entry. */
+export function parseReturnOrigins(entries: readonly string[]): string[] {
+  const origins = entries
+    .filter((entry) => entry.trim() !== '')
+    .map((entry) => {
+      const text = entry.trim();
+      let url: URL;
+      try {
+        url = new URL(text);
+      } catch {
+        throw new Error(`"${text}" is not an origin such as https://app.example`);
+      }
+      const why = refusal(url);
+      if (why) throw new Error(`"${text}" ${why}`);
+      if ((url.pathname !== '/' && url.pathname !== '') || url.search !== '' || text.endsWith('?')) {
+        throw new Error(`"${text}" is not an origin: give scheme, host and port only, such as ${url.origin}`);
+      }
+      return url.origin;
+    });
   const unique = [...new Set(origins)];
   if (unique.length > MAX_RETURN_ORIGINS) throw new Error(`at most ${MAX_RETURN_ORIGINS} origins`);
   return unique;

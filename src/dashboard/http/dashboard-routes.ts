@@ -419,7 +419,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     const text = one((req.body as Record<string, unknown>).origins) ?? '';
     let origins: string[];
     try {
-      origins = parseReturnOrigins(text.split(/\r?\n/).filter((line) => line.trim() !== ''));
+      origins = parseReturnOrigins(text.split(/\r?\n/));
     } catch (error) {
       throw new DomainError('invalid', `Return origins: ${(error as Error).message}.`);
     }

@@ -8,6 +8,10 @@ export type EventId = string;
  * Why the verification failed. The service sends one of: `platform_error` (a connected platform returned an error), `consent_revoked` (the creator revoked OAuth access before data was fetched), `timeout` (collection did not finish within the processing window), `consent_declined` (the creator declined to share their income on the consent page; nothing was read). New reason values are a non-breaking change: receivers must tolerate values not listed here and treat them as a generic failure.
  */
 export type FailureReason = 'platform_error' | 'consent_revoked' | 'timeout' | 'consent_declined';
+/**
+ * Why ongoing monitoring ended: `window_over` (the months the creator agreed to have passed), `stopped_by_creator` (from the consent link), `stopped_by_lender` (POST /api/v1/verifications/{verification_id}/monitoring/stop), `cancelled_by_lender` (the verification was cancelled before consent), `grant_revoked` (a provider refused the creator's grant at a refresh), `not_completed` (the verification failed or expired, so monitoring never started). Receivers must tolerate values not listed here.
+ */
+export type MonitoringEndReason = string;
 
 export interface WebhookEvents {
   'tape.updated'?: TapeUpdatedEvent;
@@ -15,10 +19,12 @@ export interface WebhookEvents {
   'verification.completed'?: VerificationCompletedEvent;
   'verification.expired'?: VerificationExpiredEvent;
   'verification.failed'?: VerificationFailedEvent;
+  'verification.monitoring_ended'?: VerificationMonitoringEndedEvent;
+  'verification.refresh_failed'?: VerificationRefreshFailedEvent;
   'webhook.test'?: WebhookTestEvent;
 }
 /**
- * Sent when the Risk Tape of a `completed` verification changes after completion, for example when an overlay is attached with POST /api/v1/verifications/{verification_id}/overlays (D13). The verification stays `completed`; fetch the new tape from GET /api/v1/verifications/{verification_id}/tape. `schema_version` is the schema version of the updated tape. The top-level fields are the primary form; `data` repeats the verification fields for clients written against the sandbox example. Receivers must ignore fields they do not know: new optional fields may be added without notice.
+ * Sent when the Risk Tape of a `completed` verification changes after completion, when an overlay is attached with POST /api/v1/verifications/{verification_id}/overlays (D13), and when a monitored verification's income is read again (`reason: refresh`, P33). The verification stays `completed`; fetch the new tape from GET /api/v1/verifications/{verification_id}/tape. `schema_version` is the schema version of the updated tape. The top-level fields are the primary form; `data` repeats the verification fields for clients written against the sandbox example. Receivers must ignore fields they do not know: new optional fields may be added without notice.
  */
 export interface TapeUpdatedEvent {
   /**
@@ -36,7 +42,7 @@ export interface TapeUpdatedEvent {
    */
   schema_version: '1.0.0' | '1.1.0' | '1.2.0' | '2.0.0';
   /**
-   * Why the tape changed: `overlay_attached` (POST /api/v1/verifications/{verification_id}/overlays). New reasons may be added: receivers must tolerate values not listed here.
+   * Why the tape changed: `overlay_attached` (POST /api/v1/verifications/{verification_id}/overlays) or `refresh` (ongoing monitoring read the income again, by schedule or on demand). New reasons may be added: receivers must tolerate values not listed here.
    */
   reason: string;
   /**
@@ -44,6 +50,11 @@ export interface TapeUpdatedEvent {
    */
   occurred_at: string;
   data: TapeUpdatedData;
+  /**
+   * The new tape's id in the verification's tape history (GET /api/v1/verifications/{verification_id}/tapes).
+   */
+  tape_id?: string;
+  changes?: TapeChanges;
 }
 /**
  * The verification fields again, nested, for clients that read them from `data`. Always equal to the top-level fields.
@@ -62,6 +73,32 @@ export interface TapeUpdatedData {
    * Risk Tape schema version (service description, section 9). Newly generated tapes carry 2.0.0.
    */
   schema_version: '1.0.0' | '1.1.0' | '1.2.0' | '2.0.0';
+}
+/**
+ * What a reader of the tape most likely acts on, before and after this change: the eligibility tier, the maximum advance and the income trend. Sent with every `tape.updated`, equal values included.
+ */
+export interface TapeChanges {
+  /**
+   * `eligibility.tier`.
+   */
+  tier: {
+    before: 'prime' | 'standard' | 'subprime' | 'ineligible';
+    after: 'prime' | 'standard' | 'subprime' | 'ineligible';
+  };
+  /**
+   * `eligibility.max_advance_eur`.
+   */
+  max_advance_eur: {
+    before: number;
+    after: number;
+  };
+  /**
+   * `eligibility.income_trend`; null for a tape that has none.
+   */
+  income_trend: {
+    before: ('growing' | 'stable' | 'declining' | 'insufficient_data') | null;
+    after: ('growing' | 'stable' | 'declining' | 'insufficient_data') | null;
+  };
 }
 /**
  * Sent when the lender cancels a `pending_consent` verification with `POST /api/v1/verifications/{verification_id}/cancel` and it moves to `cancelled` (a final state): the consent link then tells the creator the request was withdrawn, and nothing more happens to the verification. The top-level fields are the primary form (spec 6.1); `data` repeats the verification fields for clients written against the sandbox example (D13). Receivers must ignore fields they do not know: new optional fields may be added without notice.
@@ -200,6 +237,85 @@ export interface VerificationFailedData {
    */
   status: 'failed';
   reason: FailureReason;
+}
+/**
+ * Sent when the ongoing monitoring a verification was created with (`monitoring` in POST /api/v1/verifications) ends, once, whatever ended it; `reason` says what. No refresh follows, and the creator's grants are revoked at the providers. The verification keeps its status and its tapes. An erasure ends monitoring too, but sends no event: it removes the verification and its events, and its receipt is the answer (P33). The top-level fields are the primary form; `data` repeats them. Receivers must ignore fields they do not know.
+ */
+export interface VerificationMonitoringEndedEvent {
+  /**
+   * Event name, equal to the X-Service-Event header.
+   */
+  event: 'verification.monitoring_ended';
+  event_id: EventId;
+  verification_id: string;
+  /**
+   * The lender's own reference for the creator: 1 to 100 characters, no control characters. Must not contain personal data (use internal ids).
+   */
+  obligor_reference: string;
+  reason: MonitoringEndReason;
+  /**
+   * When the event happened (the state change or tape change), as an RFC 3339 / ISO 8601 timestamp in UTC (`Z` suffix). Not the delivery time: it stays the same across retries.
+   */
+  occurred_at: string;
+  data: VerificationMonitoringEndedData;
+}
+/**
+ * The fields again, nested, for clients that read them from `data`. Always equal to the top-level fields.
+ */
+export interface VerificationMonitoringEndedData {
+  verification_id: string;
+  /**
+   * The lender's own reference for the creator: 1 to 100 characters, no control characters. Must not contain personal data (use internal ids).
+   */
+  obligor_reference: string;
+  reason: MonitoringEndReason;
+}
+/**
+ * Sent when a refresh of a monitored verification failed after its retries (P33): a provider answered with an error each time. The last tape stays the latest, monitoring stays `active`, and the next monthly refresh is tried as scheduled (`next_refresh_at`, null when the window is over). `failed_refreshes` counts the refreshes failed in a row, as the resource's `monitoring.failed_refreshes` does. A refused grant is not a failure of this kind: it ends monitoring (`verification.monitoring_ended`, `grant_revoked`). Receivers must ignore fields they do not know.
+ */
+export interface VerificationRefreshFailedEvent {
+  /**
+   * Event name, equal to the X-Service-Event header.
+   */
+  event: 'verification.refresh_failed';
+  event_id: EventId;
+  verification_id: string;
+  /**
+   * The lender's own reference for the creator: 1 to 100 characters, no control characters. Must not contain personal data (use internal ids).
+   */
+  obligor_reference: string;
+  /**
+   * Why the refresh failed: `platform_error`. New reasons may be added.
+   */
+  reason: string;
+  /**
+   * Refreshes failed in a row, this one included.
+   */
+  failed_refreshes: number;
+  /**
+   * When the next scheduled refresh runs; null when none will.
+   */
+  next_refresh_at: string | null;
+  /**
+   * When the event happened (the state change or tape change), as an RFC 3339 / ISO 8601 timestamp in UTC (`Z` suffix). Not the delivery time: it stays the same across retries.
+   */
+  occurred_at: string;
+  data: VerificationRefreshFailedData;
+}
+/**
+ * The fields again, nested. Always equal to the top-level fields.
+ */
+export interface VerificationRefreshFailedData {
+  verification_id: string;
+  /**
+   * The lender's own reference for the creator: 1 to 100 characters, no control characters. Must not contain personal data (use internal ids).
+   */
+  obligor_reference: string;
+  /**
+   * As the top-level `reason`.
+   */
+  reason: string;
+  failed_refreshes: number;
 }
 /**
  * Sent by `POST /api/v1/webhooks/{webhook_id}/test` to that endpoint only, to check that the receiver is reachable and verifies signatures. It is about no verification: receivers acknowledge it with a 2xx and act on nothing. Signed and sent like every event. Receivers must ignore fields they do not know.

@@ -8,6 +8,9 @@ import { getVerification } from './verifications/http/getVerification.ts';
 import { getVerificationTape } from './verifications/http/getVerificationTape.ts';
 import { listEvents } from './verifications/http/listEvents.ts';
 import { listVerifications } from './verifications/http/listVerifications.ts';
+import { listVerificationTapes } from './verifications/http/listVerificationTapes.ts';
+import { refreshVerification } from './verifications/http/refreshVerification.ts';
+import { stopMonitoring } from './verifications/http/stopMonitoring.ts';
 import { getBenchmark } from './benchmarks/http/getBenchmark.ts';
 import { getTapeSigningKeys } from './signing/http/getTapeSigningKeys.ts';
 import type { TapeSigner } from './signing/tape-signer.ts';
@@ -52,6 +55,9 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     getVerificationTape: getVerificationTape(deps.lifecycle, (bytes) => deps.tapeSigner.sign(bytes)),
     createOverlay: createOverlay(deps.lifecycle),
     cancelVerification: cancelVerification(deps.lifecycle),
+    listVerificationTapes: listVerificationTapes(deps.lifecycle),
+    refreshVerification: refreshVerification(deps.lifecycle),
+    stopMonitoring: stopMonitoring(deps.lifecycle),
     createWebhook: webhookHandlers.createWebhook(deps.webhooks),
     listWebhooks: webhookHandlers.listWebhooks(deps.webhooks),
     getWebhook: webhookHandlers.getWebhook(deps.webhooks),

@@ -40,7 +40,9 @@ async function withRetries<T>(logger: Logger, what: string, call: () => Promise<
  * that hangs.
  */
 export function providerIncomeSource(deps: ProviderIncomeDeps): IncomeSource {
-  return {
+  const source: IncomeSource = {
+    // A refresh (P33) reads the same months again with the grant the creator gave at consent.
+    collectAgain: (verification, _refresh, now) => source.collect(verification, now),
     async collect(verification, now): Promise<CollectionOutcome> {
       const connections = await deps.consent.connectionsWithTokens(verification.id);
       const window = {
@@ -70,4 +72,5 @@ export function providerIncomeSource(deps: ProviderIncomeDeps): IncomeSource {
       return { kind: 'collected', platforms };
     },
   };
+  return source;
 }

@@ -21,6 +21,11 @@ export interface Config {
   /** Seconds after the first attempt at which each delivery attempt happens (D14). */
   webhookRetryScheduleSeconds: number[];
   sandboxCompleteDelayMs: number;
+  /**
+   * The sandbox's stand-in for a month of ongoing monitoring (P33), so an integrator sees scheduled
+   * refreshes and a window's end in seconds; null: calendar months, as production always has.
+   */
+  sandboxRefreshIntervalMs: number | null;
   /** OAuth clients and API endpoints of the platforms; a platform without credentials cannot be connected. */
   providers: {
     google?: {
@@ -162,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       WEBHOOK_ALLOW_PRIVATE_TARGETS: bool({ default: false }),
       WEBHOOK_RETRY_SCHEDULE: retrySchedule({ default: [0, 60, 300, 1800, 7200] }),
       SANDBOX_COMPLETE_DELAY_MS: num({ default: 5000 }),
+      SANDBOX_REFRESH_INTERVAL_MS: str({ default: '' }),
       WEBHOOK_TIMEOUT_MS: num({ default: 10000 }),
       JOB_LEASE_MS: num({ default: 60000 }),
       PROCESSING_WINDOW_SECONDS: num({ default: 900 }),
@@ -220,6 +226,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (e.PROCESSING_WINDOW_SECONDS < 1) throw new ConfigError('Invalid configuration: PROCESSING_WINDOW_SECONDS must be at least 1');
   if (e.SANDBOX_COMPLETE_DELAY_MS < 0) throw new ConfigError('Invalid configuration: SANDBOX_COMPLETE_DELAY_MS must be >= 0');
+  const refreshInterval = e.SANDBOX_REFRESH_INTERVAL_MS === '' ? null : Number(e.SANDBOX_REFRESH_INTERVAL_MS);
+  if (refreshInterval !== null && (!/^\d+$/.test(e.SANDBOX_REFRESH_INTERVAL_MS) || refreshInterval < 1000)) {
+    throw new ConfigError('Invalid configuration: SANDBOX_REFRESH_INTERVAL_MS must be a whole number of milliseconds, at least 1000');
+  }
+  // A month is a month for a real creator's grant: a shorter one would read their income more often than they agreed to.
+  if (refreshInterval !== null && mode !== 'sandbox') throw new ConfigError('Invalid configuration: SANDBOX_REFRESH_INTERVAL_MS is for the sandbox only');
   // The stripe package reaches Connect (deauthorize) by host, port and protocol with fixed paths, so
   // a path here would silently be dropped for that call while authorize and token kept it.
   if (e.STRIPE_CLIENT_ID && e.STRIPE_SECRET_KEY && !isOrigin(e.STRIPE_CONNECT_URL)) {
@@ -243,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     webhookRetryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,
     sandboxCompleteDelayMs: e.SANDBOX_COMPLETE_DELAY_MS,
+    sandboxRefreshIntervalMs: refreshInterval,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     jobLeaseMs: e.JOB_LEASE_MS,
     processingWindowMs: e.PROCESSING_WINDOW_SECONDS * 1000,

@@ -11,6 +11,8 @@ export const DOMAIN_ERROR_KINDS = [
   'invalid',
   /** A valid request that cannot be carried out in the current state or within a limit. */
   'refused',
+  /** A valid request made again sooner than its limit allows; `retryAfterSeconds` says when it may be. */
+  'too_soon',
 ] as const;
 
 export type DomainErrorKind = (typeof DOMAIN_ERROR_KINDS)[number];
@@ -23,6 +25,8 @@ export class DomainError extends Error {
     message: string,
     /** For `invalid`: which input field is wrong, e.g. `body.url`. */
     readonly field?: string,
+    /** For `too_soon`: how long until the request may be made again. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }

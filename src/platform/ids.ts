@@ -30,7 +30,7 @@ export function randomBase62(length: number): string {
 
 const TIME_DIGITS = 8;
 
-type IdPrefix = 'vrf' | 'lnd' | 'key' | 'whk' | 'evt' | 'ovl' | 'ers' | 'rvk';
+type IdPrefix = 'vrf' | 'lnd' | 'key' | 'whk' | 'evt' | 'ovl' | 'ers' | 'rvk' | 'tap';
 
 /**
  * Opaque identifiers with a type prefix (`vrf_`, `lnd_`, ...): 20 characters, the wall clock's

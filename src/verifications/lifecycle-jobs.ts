@@ -12,6 +12,12 @@ export type LifecycleJobPayloads = {
   'verification.collect_income': { lenderId: string };
   /** D18: collection must finish within the processing window. */
   'verification.processing_window': Record<string, never>;
+  /**
+   * P33: read a monitored creator's income again. `mark` is the monthly refresh's number (null: one
+   * asked for on demand); `due` is the monitoring's `next_refresh_at` (or `refresh_requested_at`)
+   * the job was scheduled for, so a job that a later change made stale does nothing.
+   */
+  'verification.refresh': { mark: number | null; attempt: number; due: string };
 };
 
 export type LifecycleJobKind = keyof LifecycleJobPayloads;

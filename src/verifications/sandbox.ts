@@ -1,6 +1,6 @@
 import { isSyntheticCreator, syntheticTapeInput, type PlatformIncome } from '../tape/index.ts';
 import type { FailureReason, Transition } from './state-machine.ts';
-import type { IncomeSource } from './verification-lifecycle.ts';
+import type { CollectionOutcome, IncomeSource } from './verification-lifecycle.ts';
 import type { VerificationRecord, VerificationsRepository } from './verifications-repository.ts';
 
 /** Synthetic creator whose income a `test-` verification receives (D11: "a tape from synthetic data"). */
@@ -47,7 +47,24 @@ const SCENARIOS: Array<{ prefix: string; steps: SandboxStep[] }> = [
     ],
   },
   { prefix: 'test-expire-', steps: [{ trigger: 'consent_expired', atShareOfDelay: 1 }] },
+  // Completed as `test-complete-`; their refreshes (P33) fail or find the grant revoked (REFRESH_OUTCOMES).
+  ...['test-refresh-fail-', 'test-refresh-revoke-'].map((prefix) => ({
+    prefix,
+    steps: [
+      { trigger: 'consent_completed' as const, atShareOfDelay: 0.5 },
+      { trigger: 'tape_computed' as const, atShareOfDelay: 1 },
+    ],
+  })),
 ];
+
+/** The `test-` prefixes whose refreshes do not read income (P33): every one fails, or the first finds the grant revoked. */
+const REFRESH_OUTCOMES: Array<{ prefix: string; reason: 'platform_error' | 'consent_revoked' }> = [
+  { prefix: 'test-refresh-fail-', reason: 'platform_error' },
+  { prefix: 'test-refresh-revoke-', reason: 'consent_revoked' },
+];
+
+/** Each new month of a sandbox refresh earns this share of the month before it. */
+export const SANDBOX_REFRESH_MONTHLY_FACTOR = 0.9;
 
 export function sandboxSteps(obligorReference: string): SandboxStep[] | null {
   return SCENARIOS.find((scenario) => obligorReference.startsWith(scenario.prefix))?.steps ?? null;
@@ -76,6 +93,35 @@ export function sandboxIncome(
   });
 }
 
+/**
+ * The income a sandbox refresh reads (P33), deterministic: refresh `n` is the first collection's
+ * series with its `n` oldest months dropped and `n` new months added, each earning
+ * SANDBOX_REFRESH_MONTHLY_FACTOR of the month before, the newest month being the last complete one
+ * before the refresh. So every refresh finds a falling income, and its tape shows it sooner or later.
+ */
+export function sandboxRefreshIncome(
+  verification: Pick<VerificationRecord, 'id' | 'obligorReference' | 'creatorPlatforms'>,
+  refresh: number,
+  now: Date,
+  connected?: ReadonlySet<string>,
+): CollectionOutcome {
+  const scripted = REFRESH_OUTCOMES.find((outcome) => verification.obligorReference.startsWith(outcome.prefix));
+  if (scripted) return { kind: 'failed', reason: scripted.reason, platform: verification.creatorPlatforms[0]! };
+  const platforms = sandboxIncome(verification, now, connected).map((income): PlatformIncome => {
+    if (income.status !== 'connected' || income.months.length === 0) return income;
+    const amounts = income.months.map((m) => ({ sourceAmount: m.sourceAmount, amountEur: m.amountEur }));
+    for (let i = 0; i < refresh; i++) {
+      const last = amounts[amounts.length - 1]!;
+      const scaled = (value: number) => Math.round(value * SANDBOX_REFRESH_MONTHLY_FACTOR * 100) / 100;
+      amounts.push({ sourceAmount: scaled(last.sourceAmount), amountEur: last.amountEur === null ? null : scaled(last.amountEur) });
+    }
+    const kept = amounts.slice(refresh);
+    // The labels stay those of the months before `now`: the series moves, the calendar does not.
+    return { ...income, months: income.months.map((m, i) => ({ ...m, ...kept[i]! })) };
+  });
+  return { kind: 'collected', platforms };
+}
+
 /** The sandbox's income source (D10: no real providers): synthetic income for the platforms the creator connected. */
 export function sandboxIncomeSource(verifications: Pick<VerificationsRepository, 'connectedPlatforms'>): IncomeSource {
   return {
@@ -83,5 +129,7 @@ export function sandboxIncomeSource(verifications: Pick<VerificationsRepository,
       kind: 'collected',
       platforms: sandboxIncome(verification, now, await verifications.connectedPlatforms(verification.id)),
     }),
+    collectAgain: async (verification, refresh, now) =>
+      sandboxRefreshIncome(verification, refresh, now, await verifications.connectedPlatforms(verification.id)),
   };
 }

@@ -1,4 +1,5 @@
 import type { EventBody } from '../platform/events/outbox.ts';
+import type { MonitoringEndReason, TapeChanges } from './monitoring.ts';
 import type { FailureReason, TransitionEventName } from './state-machine.ts';
 
 interface EventSubject {
@@ -32,7 +33,7 @@ export function transitionEvent(
 }
 
 /** Why a completed verification's tape changed (tape.updated's `reason`). */
-export type TapeChange = 'overlay_attached';
+export type TapeChange = 'overlay_attached' | 'refresh';
 
 /** The body of `tape.updated`: the verification stays `completed`, its tape changed. */
 export function tapeUpdatedEvent(
@@ -41,6 +42,7 @@ export function tapeUpdatedEvent(
   schemaVersion: EventBody<'tape.updated'>['schema_version'],
   reason: TapeChange,
   occurredAt: string,
+  tape: { tapeId: string; changes: TapeChanges },
 ): EventBody<'tape.updated'> {
   const ids = { verification_id: subject.verificationId, obligor_reference: subject.obligorReference };
   return {
@@ -49,7 +51,42 @@ export function tapeUpdatedEvent(
     ...ids,
     schema_version: schemaVersion,
     reason,
+    tape_id: tape.tapeId,
+    changes: tape.changes,
     occurred_at: occurredAt,
     data: { ...ids, status: 'completed', schema_version: schemaVersion },
+  };
+}
+
+/** The body of `verification.monitoring_ended` (P33). */
+export function monitoringEndedEvent(
+  eventId: string,
+  subject: EventSubject,
+  reason: MonitoringEndReason,
+  occurredAt: string,
+): EventBody<'verification.monitoring_ended'> {
+  const ids = { verification_id: subject.verificationId, obligor_reference: subject.obligorReference };
+  return { event: 'verification.monitoring_ended', event_id: eventId, ...ids, reason, occurred_at: occurredAt, data: { ...ids, reason } };
+}
+
+/** The body of `verification.refresh_failed` (P33): a refresh failed after its retries. */
+export function refreshFailedEvent(
+  eventId: string,
+  subject: EventSubject,
+  failedRefreshes: number,
+  nextRefreshAt: string | null,
+  occurredAt: string,
+): EventBody<'verification.refresh_failed'> {
+  const ids = { verification_id: subject.verificationId, obligor_reference: subject.obligorReference };
+  const reason = 'platform_error';
+  return {
+    event: 'verification.refresh_failed',
+    event_id: eventId,
+    ...ids,
+    reason,
+    failed_refreshes: failedRefreshes,
+    next_refresh_at: nextRefreshAt,
+    occurred_at: occurredAt,
+    data: { ...ids, reason, failed_refreshes: failedRefreshes },
   };
 }

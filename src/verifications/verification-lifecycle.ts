@@ -22,14 +22,26 @@ import {
 import type { LifecycleJobPayloads } from './lifecycle-jobs.ts';
 import { personalDataIn } from './obligor-reference.ts';
 import { sandboxIncome, sandboxSteps, stepDelayMs } from './sandbox.ts';
+import type { TapeReason } from './verification-store-repository.ts';
 import { scoreVerification, type ScoredTape, type ScoringProfile } from './scoring.ts';
 import { findTransition, IllegalTransition, type FailureReason, type Transition, type VerificationStatus } from './state-machine.ts';
-import { tapeUpdatedEvent, transitionEvent } from './verification-events.ts';
+import {
+  DEMANDED_REFRESH_SPACING_MS,
+  endedMonitoring,
+  monitoringSchedule,
+  startedMonitoring,
+  tapeChanges,
+  type MonitoringEndReason,
+  type MonitoringRecord,
+  type MonitoringSchedule,
+} from './monitoring.ts';
+import { monitoringEndedEvent, refreshFailedEvent, tapeUpdatedEvent, transitionEvent } from './verification-events.ts';
 import {
   toResource,
   type ConnectionStatus,
   type EventFeedFilter,
   type NewVerification,
+  type StoredTape,
   type VerificationListFilter,
   type VerificationRecord,
   type VerificationResource,
@@ -45,6 +57,7 @@ export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 export type CreateVerificationRequest = operations['createVerification']['requestBody']['content']['application/json'];
 export type ListVerificationsQuery = NonNullable<operations['listVerifications']['parameters']['query']>;
 export type ListEventsQuery = NonNullable<operations['listEvents']['parameters']['query']>;
+export type ListTapesQuery = NonNullable<operations['listVerificationTapes']['parameters']['query']>;
 
 /** How far back the event feed reaches (GET /api/v1/events). */
 const EVENT_FEED_DAYS = 30;
@@ -65,11 +78,13 @@ export type CollectionOutcome =
 /** Where a consented verification's income comes from: the providers in production, synthetic data in the sandbox. */
 export interface IncomeSource {
   collect(verification: VerificationRecord, now: Date): Promise<CollectionOutcome>;
+  /** The income again for a monitored verification's refresh number `refresh` (1 for the first), with the grant the creator gave (P33). */
+  collectAgain(verification: VerificationRecord, refresh: number, now: Date): Promise<CollectionOutcome>;
 }
 
 export interface LifecycleDeps {
   verifications: VerificationsRepository;
-  config: Pick<Config, 'mode' | 'publicBaseUrl' | 'sandboxCompleteDelayMs' | 'processingWindowMs'>;
+  config: Pick<Config, 'mode' | 'publicBaseUrl' | 'sandboxCompleteDelayMs' | 'processingWindowMs'> & Partial<Pick<Config, 'sandboxRefreshIntervalMs'>>;
   now: () => Date;
   /** Read before a unit of work opens: SQLite has one writer connection. */
   scoringProfileOf: (lenderId: string) => Promise<ScoringProfile>;
@@ -81,6 +96,17 @@ export interface LifecycleDeps {
   dependentData: Array<(unit: UnitOfWork, verificationIds: string[]) => Promise<Record<string, number>>>;
   /** Platforms this deployment cannot connect now (production without their credentials): none by default. */
   unavailablePlatforms?: ReadonlySet<Platform>;
+  /**
+   * Monitoring ended (P33): the creator's grants are to be revoked at the providers. Run in the
+   * unit of work that ends it (the consent feature schedules its revocation job there).
+   */
+  grantsEnded?: (unit: UnitOfWork, verificationId: string) => Promise<void>;
+}
+
+/** What a move needs to start or end a verification's monitoring. */
+export interface MonitoringContext {
+  schedule: MonitoringSchedule;
+  grantsEnded?: (unit: UnitOfWork, verificationId: string) => Promise<void>;
 }
 
 /** What an erasure removed, per kind of data. */
@@ -116,7 +142,11 @@ interface LockedVerification {
  * and never the repository's unit of work.
  */
 export class VerificationLifecycle {
-  constructor(private readonly deps: LifecycleDeps) {}
+  private readonly monitoring: MonitoringContext;
+
+  constructor(private readonly deps: LifecycleDeps) {
+    this.monitoring = { schedule: monitoringSchedule(deps.config?.sandboxRefreshIntervalMs ?? null), grantsEnded: deps.grantsEnded };
+  }
 
   // Queries: every lender-facing read takes the lender id (tenant isolation).
 
@@ -146,29 +176,72 @@ export class VerificationLifecycle {
     lenderId: string,
     verificationId: string,
     version: V,
+    tapeId?: string,
   ): Promise<{ readonly tape: RenderedTapes[V]; json: string }> {
     const found = await this.deps.verifications.findTapeForLender(lenderId, verificationId);
     if (!found) throw new DomainError('not_found', `No verification ${verificationId}.`);
-    const stored = found.tape;
-    if (found.status !== 'completed' || !stored) {
+    const latest = found.tape;
+    if (found.status !== 'completed' || !latest) {
       throw new DomainError('not_found', `Verification ${verificationId} is ${found.status}; its tape exists once it is completed.`);
+    }
+    // Without a tape id the read stays the one hot statement; the latest tape's own id is looked up
+    // only when no earlier tape has it.
+    let tape: StoredTape = latest;
+    if (tapeId !== undefined) {
+      const earlier = await this.deps.verifications.earlierTapeForLender(lenderId, verificationId, tapeId);
+      if (!earlier) {
+        const history = await this.deps.verifications.tapeHistoryForLender(lenderId, verificationId);
+        if (history?.[0]?.tape_id !== tapeId) throw new DomainError('not_found', `Verification ${verificationId} has no tape ${tapeId}.`);
+      }
+      tape = earlier ?? latest;
     }
     if (rendersAsStored(version)) {
       return {
-        json: stored.json,
+        json: tape.json,
         get tape() {
-          return stored.value as RenderedTapes[V];
+          return tape.value as RenderedTapes[V];
         },
       };
     }
-    let tape: RenderedTapes[V];
+    let rendered: RenderedTapes[V];
     try {
-      tape = renderTape(stored.value, version);
+      rendered = renderTape(tape.value, version);
     } catch (error) {
       if (error instanceof TapeVersionUnsupported) throw new DomainError('refused', error.message);
       throw error;
     }
-    return { tape, json: JSON.stringify(tape) };
+    return { tape: rendered, json: JSON.stringify(rendered) };
+  }
+
+  /**
+   * GET /verifications/{id}/tapes (P33): the verification's tapes newest first, in pages after the
+   * cursor's tape. A cursor that is not one of its tapes is refused, as on every list.
+   */
+  async tapeHistoryForLender(lenderId: string, verificationId: string, query: ListTapesQuery): Promise<components['schemas']['TapeList']> {
+    const history = await this.deps.verifications.tapeHistoryForLender(lenderId, verificationId);
+    if (!history) throw new DomainError('not_found', `No verification ${verificationId}.`);
+    let start = 0;
+    if (query.starting_after !== undefined) {
+      const at = history.findIndex((t) => t.tape_id === query.starting_after);
+      if (at < 0)
+        throw new DomainError('invalid', `starting_after: verification ${verificationId} has no tape ${query.starting_after}`, 'query.starting_after');
+      start = at + 1;
+    }
+    const limit = Math.min(Math.max(query.limit ?? 20, 1), 100);
+    const page = history.slice(start, start + limit);
+    return {
+      data: page.map((t) => ({
+        tape_id: t.tape_id,
+        stored_at: t.stored_at,
+        reason: t.reason,
+        tape_generated_at: t.generated_at,
+        schema_version: t.schema_version,
+        tier: t.tier,
+        max_advance_eur: t.max_advance_eur,
+        latest: t.latest,
+      })),
+      has_more: start + limit < history.length,
+    };
   }
 
   /** How one of the lender's verifications got where it is: its transitions and the events they recorded, oldest first. */
@@ -381,16 +454,10 @@ export class VerificationLifecycle {
       const scoredAt = new Date(stored.tape.tape_generated_at);
       const platforms = stored.platforms ?? (await this.incomeScoredBefore(record, scoredAt));
       const rescored = scoreVerification(record, platforms, profile, scoredAt, [...existing, overlay]);
-      await store.saveTape(record, rescored, stored.tape.tape_generated_at);
-      const eventId = newId('evt');
-      const subject = { verificationId: record.id, obligorReference: record.obligorReference };
-      await store.recordEvent({
-        id: eventId,
-        lenderId,
-        verificationId: record.id,
-        name: 'tape.updated',
-        body: tapeUpdatedEvent(eventId, subject, rescored.tape.schema_version, 'overlay_attached', now.toISOString()),
-        occurredAt: now.toISOString(),
+      await replaceTape(store, record, stored.tape, rescored, {
+        generatedAt: stored.tape.tape_generated_at,
+        reason: 'overlay_attached',
+        at: now.toISOString(),
       });
       const body: OverlayResource = { ...overlay, verification_id: record.id };
       if (idempotencyKey) await store.storeIdempotentResponse(lenderId, idempotencyKey.toLowerCase(), 201, body, record.id);
@@ -464,11 +531,158 @@ export class VerificationLifecycle {
       const [record] = await store.lockOwned(lenderId, [verificationId]);
       if (!record) throw new DomainError('not_found', `No verification ${verificationId}.`);
       if (record.status === 'pending_consent') {
-        await moveVerification(store, record, 'cancelled_by_lender', { at: now });
+        await moveVerification(store, record, 'cancelled_by_lender', { at: now }, this.monitoring);
       } else if (record.status !== 'cancelled') {
         throw new DomainError('refused', `Verification ${verificationId} is ${record.status}; only a pending_consent verification can be cancelled.`);
       }
       return store.resourceOf((await store.lock(record.id))!);
+    });
+  }
+
+  /**
+   * POST /verifications/{id}/refresh (P33): a refresh of an active monitoring, run by a job; at most
+   * one on demand a day (`too_soon`, with when the next is possible), one waiting at a time.
+   */
+  async requestRefresh(lenderId: string, verificationId: string): Promise<VerificationResource> {
+    return this.deps.verifications.transaction(async (store) => {
+      const now = this.deps.now();
+      const [record] = await store.lockOwned(lenderId, [verificationId]);
+      if (!record) throw new DomainError('not_found', `No verification ${verificationId}.`);
+      const monitoring = record.monitoring;
+      if (!monitoring || monitoring.state !== 'active') {
+        throw new DomainError(
+          'refused',
+          !monitoring
+            ? `Verification ${verificationId} was created without monitoring; only a monitored verification is refreshed.`
+            : `The monitoring of verification ${verificationId} is ${monitoring.state}${monitoring.endReason ? ` (${monitoring.endReason})` : ''}; only active monitoring is refreshed.`,
+        );
+      }
+      if (monitoring.refreshRequestedAt) {
+        throw new DomainError(
+          'conflict',
+          `A refresh of verification ${verificationId} is already queued (asked at ${monitoring.refreshRequestedAt}); its tape.updated event follows when it is done.`,
+        );
+      }
+      if (monitoring.lastDemandedRefreshAt) {
+        const nextAllowed = new Date(monitoring.lastDemandedRefreshAt).getTime() + DEMANDED_REFRESH_SPACING_MS;
+        if (now.getTime() < nextAllowed) {
+          const seconds = Math.ceil((nextAllowed - now.getTime()) / 1000);
+          throw new DomainError(
+            'too_soon',
+            `Verification ${verificationId} was refreshed on demand at ${monitoring.lastDemandedRefreshAt}; the next refresh on demand is possible from ${new Date(nextAllowed).toISOString()} (retry in ${seconds} seconds).`,
+            undefined,
+            seconds,
+          );
+        }
+      }
+      const at = now.toISOString();
+      await store.saveMonitoring(record.id, { ...monitoring, refreshRequestedAt: at, lastDemandedRefreshAt: at }, at);
+      // The sandbox takes its outcome delay, as a provider takes its time: the refresh is seen waiting.
+      const runAt = new Date(now.getTime() + (this.deps.config.mode === 'sandbox' ? this.deps.config.sandboxCompleteDelayMs : 0));
+      await store.schedule('verification.refresh', record.id, runAt, { mark: null, attempt: 0, due: at }, now);
+      return store.resourceOf((await store.lock(record.id))!);
+    });
+  }
+
+  /**
+   * POST /verifications/{id}/monitoring/stop (P33): the lender ends monitoring that is pending or
+   * active. Monitoring already ended is answered as it stands, without a second event.
+   */
+  async stopMonitoring(lenderId: string, verificationId: string): Promise<VerificationResource> {
+    return this.deps.verifications.transaction(async (store) => {
+      const now = this.deps.now();
+      const [record] = await store.lockOwned(lenderId, [verificationId]);
+      if (!record) throw new DomainError('not_found', `No verification ${verificationId}.`);
+      if (!record.monitoring) throw new DomainError('refused', `Verification ${verificationId} was created without monitoring; there is nothing to stop.`);
+      if (record.monitoring.state !== 'ended') {
+        await endMonitoring(store, { ...record, monitoring: record.monitoring }, 'stopped_by_lender', now, this.monitoring);
+      }
+      return store.resourceOf((await store.lock(record.id))!);
+    });
+  }
+
+  /** The creator stopped sharing from the consent link (P33). False when there was nothing left to stop. */
+  async stopByCreator(verificationId: string): Promise<boolean> {
+    const now = this.deps.now();
+    return this.onLocked(
+      verificationId,
+      (v) => v.monitoring !== null && v.monitoring.state !== 'ended',
+      ({ record, store }) => endMonitoring(store, { ...record, monitoring: record.monitoring! }, 'stopped_by_creator', now, this.monitoring),
+      now,
+    );
+  }
+
+  /**
+   * Job (P33): one refresh of a monitored verification, a monthly one (`mark`) or one asked for on
+   * demand. The income is read outside any unit of work (providers can be slow), then, under the
+   * lock, the tape is scored again or the failure recorded: a failed read is retried on the
+   * schedule's delays, then counted and announced; a refused grant ends monitoring. The last
+   * monthly refresh ends the window whatever it found.
+   */
+  async refresh(verificationId: string, payload: LifecycleJobPayloads['verification.refresh'], now: Date): Promise<void> {
+    const due = (v: VerificationRecord) =>
+      v.status === 'completed' &&
+      v.monitoring?.state === 'active' &&
+      (payload.mark === null ? v.monitoring.refreshRequestedAt === payload.due : v.monitoring.nextRefreshAt === payload.due);
+    const found = await this.deps.verifications.find(verificationId);
+    if (!found || !due(found)) return;
+    const outcome = await this.deps.incomeSource.collectAgain(found, found.monitoring!.refreshes + 1, now);
+    const profile = await this.deps.scoringProfileOf(found.lenderId);
+    const { schedule } = this.monitoring;
+    await this.onLocked(verificationId, due, async ({ record, store }) => {
+      const monitoring = record.monitoring!;
+      const at = this.deps.now();
+      const atIso = at.toISOString();
+      const monitored = { ...record, monitoring };
+      const lastMark = payload.mark !== null && payload.mark >= monitoring.months;
+      let next: MonitoringRecord = { ...monitoring };
+      let failedForGood = false;
+      if (outcome.kind === 'collected') {
+        const previous = (await store.tapeForRescoring(record.id))!.tape;
+        await store.replaceIncome(record.id, incomeRecordsOf(outcome.platforms));
+        const rescored = scoreVerification(record, outcome.platforms, profile, at, await store.overlaysOf(record.id));
+        await replaceTape(store, record, previous, rescored, { generatedAt: atIso, reason: 'refresh', at: atIso });
+        next = { ...next, lastRefreshAt: atIso, refreshes: monitoring.refreshes + 1, failedRefreshes: 0 };
+        await store.saveMonitoring(record.id, next, atIso, rescored.tape.schema_version);
+      } else if (outcome.reason === 'consent_revoked') {
+        await store.setConnections(record.id, [{ platform: outcome.platform, status: 'revoked' }], atIso);
+        return endMonitoring(store, monitored, 'grant_revoked', at, this.monitoring);
+      } else if (payload.attempt < schedule.retryDelaysMs.length && !lastMark) {
+        // Retried on the schedule's delays; the last tape stays the latest meanwhile.
+        const retryAt = new Date(at.getTime() + schedule.retryDelaysMs[payload.attempt]!);
+        const retryDue = payload.mark === null ? payload.due : retryAt.toISOString();
+        if (payload.mark !== null) next.nextRefreshAt = retryDue;
+        await store.saveMonitoring(record.id, next, atIso);
+        await store.schedule('verification.refresh', record.id, retryAt, { mark: payload.mark, attempt: payload.attempt + 1, due: retryDue }, at);
+        return;
+      } else {
+        failedForGood = true;
+        next.failedRefreshes = monitoring.failedRefreshes + 1;
+      }
+      if (payload.mark === null) next.refreshRequestedAt = null;
+      else if (!lastMark) {
+        next.nextRefreshAt = schedule.markAt(monitoring.startsAt!, payload.mark + 1).toISOString();
+        await scheduleMark(store, record.id, payload.mark + 1, next.nextRefreshAt, at);
+      }
+      await store.saveMonitoring(record.id, next, atIso);
+      if (failedForGood) {
+        const eventId = newId('evt');
+        await store.recordEvent({
+          id: eventId,
+          lenderId: record.lenderId,
+          verificationId: record.id,
+          name: 'verification.refresh_failed',
+          body: refreshFailedEvent(
+            eventId,
+            { verificationId: record.id, obligorReference: record.obligorReference },
+            next.failedRefreshes,
+            lastMark ? null : next.nextRefreshAt,
+            atIso,
+          ),
+          occurredAt: atIso,
+        });
+      }
+      if (lastMark) await endMonitoring(store, monitored, 'window_over', at, this.monitoring, next);
     });
   }
 
@@ -563,6 +777,7 @@ export class VerificationLifecycle {
       'verification.sandbox_step': (job, now) => this.runSandboxStep(job.subjectId, job.payload.lenderId, job.payload.step, now),
       'verification.collect_income': (job, now) => this.collectIncome(job.subjectId, now),
       'verification.processing_window': (job, now) => this.enforceProcessingWindow(job.subjectId, now),
+      'verification.refresh': (job, now) => this.refresh(job.subjectId, job.payload, now),
     };
   }
 
@@ -586,7 +801,7 @@ export class VerificationLifecycle {
         record,
         store,
         move: async (trigger, change = {}) => {
-          await moveVerification(store, record, trigger, { at, ...change });
+          await moveVerification(store, record, trigger, { at, ...change }, this.monitoring);
         },
       });
       return true;
@@ -621,6 +836,21 @@ export class VerificationLifecycle {
       updatedAt: now.toISOString(),
       completedAt: null,
       tapeSchemaVersion: null,
+      monitoring: request.monitoring
+        ? {
+            months: request.monitoring.months,
+            state: 'pending',
+            endReason: null,
+            startsAt: null,
+            endsAt: null,
+            lastRefreshAt: null,
+            nextRefreshAt: null,
+            refreshRequestedAt: null,
+            lastDemandedRefreshAt: null,
+            refreshes: 0,
+            failedRefreshes: 0,
+          }
+        : null,
     };
     const sandbox = this.deps.config.mode === 'sandbox';
     const insertAs = async (
@@ -640,8 +870,16 @@ export class VerificationLifecycle {
     if (sandbox && isSyntheticCreator(record.obligorReference)) {
       // Section 3: a synthetic creator completes at creation, with its tape and its event.
       const tape = scoreVerification(record, sandboxIncome(record, now), profile, now);
-      const completed: VerificationRecord = { ...record, status: 'completed', completedAt: record.createdAt, tapeSchemaVersion: tape.tape.schema_version };
+      const completed: VerificationRecord = {
+        ...record,
+        status: 'completed',
+        completedAt: record.createdAt,
+        tapeSchemaVersion: tape.tape.schema_version,
+        // Its first tape is made now, so its monitoring starts now.
+        monitoring: record.monitoring && startedMonitoring(record.monitoring, record.createdAt, this.monitoring.schedule),
+      };
       const connections = await insertAs(completed, 'connected', 'created_synthetic', tape);
+      if (completed.monitoring) await scheduleMark(store, completed.id, 1, completed.monitoring.nextRefreshAt!, now);
       // What the creation stored, answered without reading it back (the creation's hot path).
       return toResource(completed, connections);
     }
@@ -674,23 +912,19 @@ export class VerificationLifecycle {
           await store.setConnections(record.id, [{ platform: outcome.platform, status }], collectedAt.toISOString());
           return move('collection_failed', { reason: outcome.reason });
         }
-        await store.saveIncome(
-          record.id,
-          outcome.platforms.flatMap((p) =>
-            p.months.map((m) => ({
-              platform: p.platform,
-              month: m.month,
-              sourceCurrency: m.sourceCurrency,
-              sourceAmount: m.sourceAmount,
-              amountEur: m.amountEur,
-            })),
-          ),
-        );
+        await store.saveIncome(record.id, incomeRecordsOf(outcome.platforms));
         await move('tape_computed', { tape: scoreVerification(record, outcome.platforms, profile, collectedAt) });
       },
       collectedAt,
     );
   }
+}
+
+/** The months of income a collection read, as the income records keep them. */
+function incomeRecordsOf(platforms: PlatformIncome[]) {
+  return platforms.flatMap((p) =>
+    p.months.map((m) => ({ platform: p.platform, month: m.month, sourceCurrency: m.sourceCurrency, sourceAmount: m.sourceAmount, amountEur: m.amountEur })),
+  );
 }
 
 /**
@@ -752,6 +986,7 @@ export async function createVerification(
       transition.emits && change.tape
         ? {
             tape: change.tape,
+            tapeId: newId('tap'),
             event: {
               id: eventId,
               name: transition.emits,
@@ -777,9 +1012,10 @@ export async function createVerification(
  */
 export async function moveVerification(
   store: VerificationStore,
-  verification: Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference' | 'status'>,
+  verification: Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference' | 'status' | 'monitoring'>,
   trigger: Transition['trigger'],
   change: { at: Date; reason?: FailureReason; tape?: ScoredTape },
+  monitoring?: MonitoringContext,
 ): Promise<Transition> {
   const transition = findTransition(verification.status, trigger);
   if (!transition) throw new IllegalTransition(verification.status, trigger);
@@ -788,7 +1024,7 @@ export async function moveVerification(
     throw new Error(`move ${trigger} to failed with reason ${change.reason ?? 'none'}, not one of ${transition.reasons?.join(', ') ?? 'none'}`);
   }
   const at = change.at.toISOString();
-  if (change.tape) await store.saveTape(verification, change.tape, at);
+  if (change.tape) await store.saveTape(verification, change.tape, at, { tapeId: newId('tap'), reason: 'completion', at });
   await store.applyStatus(verification.id, transition, { at, reason: change.reason ?? null, tapeSchemaVersion: change.tape?.tape.schema_version });
   store.unit.afterCommit(() => countVerificationMove(transition.from, transition.to, change.reason ?? null));
   if (transition.emits) {
@@ -802,5 +1038,94 @@ export async function moveVerification(
       occurredAt: at,
     });
   }
+  if (verification.monitoring?.state === 'pending') {
+    if (!monitoring) throw new Error(`moving monitored verification ${verification.id} needs its monitoring context`);
+    if (transition.to === 'completed') {
+      // The first tape starts the window the creator agreed to.
+      const started = startedMonitoring(verification.monitoring, at, monitoring.schedule);
+      await store.saveMonitoring(verification.id, started, at);
+      await scheduleMark(store, verification.id, 1, started.nextRefreshAt!, change.at);
+    } else if (FINAL_STATUSES.has(transition.to)) {
+      await endMonitoring(
+        store,
+        verification as MonitoredVerification,
+        trigger === 'cancelled_by_lender' ? 'cancelled_by_lender' : 'not_completed',
+        change.at,
+        monitoring,
+      );
+    }
+  }
   return transition;
+}
+
+const FINAL_STATUSES: ReadonlySet<VerificationStatus> = new Set(['failed', 'expired', 'cancelled']);
+
+type MonitoredVerification = Pick<VerificationRecord, 'id' | 'lenderId' | 'obligorReference'> & { monitoring: MonitoringRecord };
+
+/** The monthly refresh number `mark`, due at `due` (the monitoring's `next_refresh_at`). */
+async function scheduleMark(store: VerificationStore, verificationId: string, mark: number, due: string, now: Date): Promise<void> {
+  await store.schedule('verification.refresh', verificationId, new Date(due), { mark, attempt: 0, due }, now);
+}
+
+/**
+ * Ends a verification's monitoring for `reason` (P33), once: nothing more is read, the creator's
+ * grants go to be revoked, and `verification.monitoring_ended` tells the lender. Jobs still queued
+ * find it ended and do nothing.
+ */
+async function endMonitoring(
+  store: VerificationStore,
+  verification: MonitoredVerification,
+  reason: MonitoringEndReason,
+  at: Date,
+  context: MonitoringContext,
+  monitoring: MonitoringRecord = verification.monitoring,
+): Promise<void> {
+  const atIso = at.toISOString();
+  await store.saveMonitoring(verification.id, endedMonitoring(monitoring, reason), atIso);
+  await context.grantsEnded?.(store.unit, verification.id);
+  const eventId = newId('evt');
+  await store.recordEvent({
+    id: eventId,
+    lenderId: verification.lenderId,
+    verificationId: verification.id,
+    name: 'verification.monitoring_ended',
+    body: monitoringEndedEvent(eventId, { verificationId: verification.id, obligorReference: verification.obligorReference }, reason, atIso),
+    occurredAt: atIso,
+  });
+}
+
+/**
+ * A completed verification's tape scored again (an overlay, a refresh): the latest tape moves into
+ * the history, the new one takes its place, and `tape.updated` says what changed.
+ */
+async function replaceTape(
+  store: VerificationStore,
+  record: VerificationRecord,
+  previous: RiskTape200,
+  rescored: ScoredTape,
+  stored: { generatedAt: string; reason: Exclude<TapeReason, 'completion'>; at: string },
+): Promise<string> {
+  const tapeId = newId('tap');
+  await store.retireTape(record.id);
+  await store.saveTape(record, rescored, stored.generatedAt, { tapeId, reason: stored.reason, at: stored.at });
+  const eventId = newId('evt');
+  await store.recordEvent({
+    id: eventId,
+    lenderId: record.lenderId,
+    verificationId: record.id,
+    name: 'tape.updated',
+    body: tapeUpdatedEvent(
+      eventId,
+      { verificationId: record.id, obligorReference: record.obligorReference },
+      rescored.tape.schema_version,
+      stored.reason,
+      stored.at,
+      {
+        tapeId,
+        changes: tapeChanges(previous, rescored.tape),
+      },
+    ),
+    occurredAt: stored.at,
+  });
+  return tapeId;
 }

@@ -6,6 +6,7 @@ import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
 import { everyColumnOf } from '../platform/db/columns.ts';
 import type { EventOutbox } from '../platform/events/outbox.ts';
 import type { JobQueue } from '../platform/jobs/job-queue.ts';
+import { toMonitoringResource, type MonitoringRecord } from './monitoring.ts';
 import type { FailureReason, VerificationStatus } from './state-machine.ts';
 
 // The verifications' rows, and the records and resources made from them: shared by the write store
@@ -34,6 +35,8 @@ export interface VerificationRecord {
   updatedAt: string;
   completedAt: string | null;
   tapeSchemaVersion: string | null;
+  /** Ongoing monitoring (P33); null on a one-time verification. */
+  monitoring: MonitoringRecord | null;
 }
 
 export interface NewVerification extends Omit<VerificationRecord, 'failureReason' | 'updatedAt'> {
@@ -114,6 +117,17 @@ export interface VerificationRow {
   updated_at: string;
   completed_at: string | null;
   tape_schema_version: string | null;
+  monitoring_months: number | null;
+  monitoring_state: string | null;
+  monitoring_end_reason: string | null;
+  monitoring_starts_at: string | null;
+  monitoring_ends_at: string | null;
+  last_refresh_at: string | null;
+  next_refresh_at: string | null;
+  refresh_requested_at: string | null;
+  last_demanded_refresh_at: string | null;
+  refreshes: number;
+  failed_refreshes: number;
 }
 
 /** A verification's columns as the prepared read names them (docs/persistence.md says why not `v.*`). */
@@ -135,6 +149,17 @@ export const VERIFICATION_COLUMNS = everyColumnOf<VerificationRow>()(
   'updated_at',
   'completed_at',
   'tape_schema_version',
+  'monitoring_months',
+  'monitoring_state',
+  'monitoring_end_reason',
+  'monitoring_starts_at',
+  'monitoring_ends_at',
+  'last_refresh_at',
+  'next_refresh_at',
+  'refresh_requested_at',
+  'last_demanded_refresh_at',
+  'refreshes',
+  'failed_refreshes',
 );
 
 export interface OverlayRow {
@@ -200,7 +225,42 @@ export const toRecord = (row: VerificationRow, links: ConsentLinks): Verificatio
   updatedAt: row.updated_at,
   completedAt: row.completed_at,
   tapeSchemaVersion: row.tape_schema_version,
+  monitoring: monitoringOf(row),
 });
+
+function monitoringOf(row: VerificationRow): MonitoringRecord | null {
+  if (row.monitoring_months === null || row.monitoring_state === null) return null;
+  return {
+    months: Number(row.monitoring_months),
+    state: row.monitoring_state as MonitoringRecord['state'],
+    endReason: row.monitoring_end_reason as MonitoringRecord['endReason'],
+    startsAt: row.monitoring_starts_at,
+    endsAt: row.monitoring_ends_at,
+    lastRefreshAt: row.last_refresh_at,
+    nextRefreshAt: row.next_refresh_at,
+    refreshRequestedAt: row.refresh_requested_at,
+    lastDemandedRefreshAt: row.last_demanded_refresh_at,
+    refreshes: Number(row.refreshes),
+    failedRefreshes: Number(row.failed_refreshes),
+  };
+}
+
+/** The columns of a verification's monitoring, as an update writes them. */
+export function monitoringColumns(monitoring: MonitoringRecord): Partial<VerificationRow> {
+  return {
+    monitoring_months: monitoring.months,
+    monitoring_state: monitoring.state,
+    monitoring_end_reason: monitoring.endReason,
+    monitoring_starts_at: monitoring.startsAt,
+    monitoring_ends_at: monitoring.endsAt,
+    last_refresh_at: monitoring.lastRefreshAt,
+    next_refresh_at: monitoring.nextRefreshAt,
+    refresh_requested_at: monitoring.refreshRequestedAt,
+    last_demanded_refresh_at: monitoring.lastDemandedRefreshAt,
+    refreshes: monitoring.refreshes,
+    failed_refreshes: monitoring.failedRefreshes,
+  };
+}
 
 export function toResource(record: VerificationRecord, connectionStatus: ReadonlyMap<string, string>): VerificationResource {
   const resource: VerificationResource = {
@@ -224,6 +284,7 @@ export function toResource(record: VerificationRecord, connectionStatus: Readonl
   };
   if (record.declaredMonthlyObligationsEur !== null) resource.declared_monthly_obligations_eur = record.declaredMonthlyObligationsEur;
   if (record.returnUrl !== null) resource.return_url = record.returnUrl;
+  if (record.monitoring !== null) resource.monitoring = toMonitoringResource(record.monitoring);
   return resource;
 }
 

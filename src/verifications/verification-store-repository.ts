@@ -9,7 +9,9 @@ import type { EventBody, EventOutbox, EventName, RecordedEvent } from '../platfo
 import type { JobQueue } from '../platform/jobs/job-queue.ts';
 import type { LifecycleJobKind, LifecycleJobPayloads } from './lifecycle-jobs.ts';
 import type { FailureReason, Transition } from './state-machine.ts';
+import type { MonitoringRecord } from './monitoring.ts';
 import {
+  monitoringColumns,
   overlaysIn,
   resourceIn,
   toRecord,
@@ -25,6 +27,9 @@ import {
   type VerificationRow,
 } from './verification-rows-repository.ts';
 
+/** Why a tape was made (the tape history's `reason`). */
+export type TapeReason = 'completion' | 'overlay_attached' | 'refresh';
+
 // The write side of the verifications: one store per unit of work. Builder queries, and the
 // creation path's named statements (docs/persistence.md, "Query kinds").
 
@@ -33,8 +38,9 @@ const INSERT_VERIFICATION = namedStatement(
   'insert_verification',
   `insert into "verifications" ("id", "lender_id", "obligor_reference", "creator_platforms", "lender_name", "product_type",
     "declared_monthly_obligations_eur", "return_url", "status", "consent_token_hash", "consent_url", "consent_token_sealed", "expires_at",
-    "created_at", "updated_at", "completed_at", "tape_schema_version")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    "created_at", "updated_at", "completed_at", "tape_schema_version", "monitoring_months", "monitoring_state", "monitoring_starts_at",
+    "monitoring_ends_at", "next_refresh_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 );
 const INSERT_TRANSITION = namedStatement(
   'insert_transition',
@@ -46,8 +52,9 @@ const INSERT_EVENT = namedStatement(
 );
 const UPSERT_TAPE = namedStatement(
   'upsert_tape',
-  `insert into "tapes" ("verification_id", "tape", "generated_at", "scoring_input") values (?, ?, ?, ?)
-  on conflict ("verification_id") do update set "tape" = excluded."tape", "generated_at" = excluded."generated_at", "scoring_input" = excluded."scoring_input"`,
+  `insert into "tapes" ("verification_id", "tape", "generated_at", "scoring_input", "tape_id", "reason", "stored_at") values (?, ?, ?, ?, ?, ?, ?)
+  on conflict ("verification_id") do update set "tape" = excluded."tape", "generated_at" = excluded."generated_at",
+    "scoring_input" = excluded."scoring_input", "tape_id" = excluded."tape_id", "reason" = excluded."reason", "stored_at" = excluded."stored_at"`,
 );
 const CLAIM_IDEMPOTENCY_KEY = namedStatement(
   'claim_idempotency_key',
@@ -90,7 +97,7 @@ export interface Creation {
   transition: Transition;
   at: string;
   /** A creation that completes at once: its tape and its event. */
-  completion?: { tape: ScoredTape; event: { id: string; name: EventName; body: EventBody<EventName> } };
+  completion?: { tape: ScoredTape; tapeId: string; event: { id: string; name: EventName; body: EventBody<EventName> } };
 }
 
 /**
@@ -141,8 +148,21 @@ export class VerificationStore {
       verification.createdAt,
       verification.completedAt,
       verification.tapeSchemaVersion,
+      verification.monitoring?.months ?? null,
+      verification.monitoring?.state ?? null,
+      verification.monitoring?.startsAt ?? null,
+      verification.monitoring?.endsAt ?? null,
+      verification.monitoring?.nextRefreshAt ?? null,
     ];
-    const tape = completion && [verification.id, JSON.stringify(completion.tape.tape), at, JSON.stringify(completion.tape.platforms)];
+    const tape = completion && [
+      verification.id,
+      JSON.stringify(completion.tape.tape),
+      at,
+      JSON.stringify(completion.tape.platforms),
+      completion.tapeId,
+      'completion',
+      at,
+    ];
     const transitionRow = [verification.id, transition.from, transition.to, transition.trigger, null, at];
     const eventBody = completion && JSON.stringify(completion.event.body);
     const eventRow = completion && [completion.event.id, verification.lenderId, verification.id, completion.event.name, eventBody!, at];
@@ -221,7 +241,9 @@ export class VerificationStore {
     pending_jobs: number;
   }> {
     const overlays = await this.trx('overlays').whereIn('verification_id', ids).delete();
-    const tapes = await this.trx('tapes').whereIn('verification_id', ids).delete();
+    // The tapes a later one replaced are tapes too: the receipt counts them with the latest.
+    const tapes =
+      (await this.trx('tape_history').whereIn('verification_id', ids).delete()) + (await this.trx('tapes').whereIn('verification_id', ids).delete());
     const income = await this.trx('income_records').whereIn('verification_id', ids).delete();
     const events = await this.trx('events').whereIn('verification_id', ids).delete();
     await this.trx('verification_transitions').whereIn('verification_id', ids).delete();
@@ -291,9 +313,25 @@ export class VerificationStore {
     await this.outbox.publish(recorded, this.unit);
   }
 
-  /** Stores the tape with the income it was scored from, and tells the tape listeners (peer benchmarks). */
-  async saveTape(verification: { id: string; lenderId: string }, scored: ScoredTape, generatedAt: string): Promise<void> {
-    await runNamed(this.trx, UPSERT_TAPE, [verification.id, JSON.stringify(scored.tape), generatedAt, JSON.stringify(scored.platforms)]);
+  /**
+   * Stores the tape with the income it was scored from as the verification's latest, and tells the
+   * tape listeners (peer benchmarks). A tape it replaces must have been retired first (retireTape).
+   */
+  async saveTape(
+    verification: { id: string; lenderId: string },
+    scored: ScoredTape,
+    generatedAt: string,
+    stored: { tapeId: string; reason: TapeReason; at: string },
+  ): Promise<void> {
+    await runNamed(this.trx, UPSERT_TAPE, [
+      verification.id,
+      JSON.stringify(scored.tape),
+      generatedAt,
+      JSON.stringify(scored.platforms),
+      stored.tapeId,
+      stored.reason,
+      stored.at,
+    ]);
     for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, scored.tape);
   }
 
@@ -304,6 +342,38 @@ export class VerificationStore {
       .first();
     if (!row) return null;
     return { tape: JSON.parse(row.tape) as RiskTape200, platforms: row.scoring_input ? (JSON.parse(row.scoring_input) as PlatformIncome[]) : null };
+  }
+
+  /** Moves the verification's latest tape into its history, before a new one replaces it (P33). */
+  async retireTape(verificationId: string): Promise<void> {
+    const row = await this.trx<{ tape: string; generated_at: string; tape_id: string; reason: string; stored_at: string }>('tapes')
+      .where('verification_id', verificationId)
+      .first();
+    if (!row) return;
+    const tape = JSON.parse(row.tape) as RiskTape200;
+    await this.trx('tape_history').insert({
+      tape_id: row.tape_id,
+      verification_id: verificationId,
+      tape: row.tape,
+      generated_at: row.generated_at,
+      reason: row.reason,
+      stored_at: row.stored_at,
+      tier: tape.eligibility.tier,
+      max_advance_eur: tape.eligibility.max_advance_eur,
+    });
+  }
+
+  /** Writes the verification's monitoring (P33), and the time the resource changed. */
+  async saveMonitoring(verificationId: string, monitoring: MonitoringRecord, at: string, tapeSchemaVersion?: string): Promise<void> {
+    const columns: Partial<VerificationRow> = { ...monitoringColumns(monitoring), updated_at: at };
+    if (tapeSchemaVersion) columns.tape_schema_version = tapeSchemaVersion;
+    await this.trx('verifications').where({ id: verificationId }).update(columns);
+  }
+
+  /** The income a refresh read replaces what was read before: the tape history keeps the earlier tapes, not their months. */
+  async replaceIncome(verificationId: string, records: Parameters<VerificationStore['saveIncome']>[1]): Promise<void> {
+    await this.trx('income_records').where({ verification_id: verificationId }).delete();
+    await this.saveIncome(verificationId, records);
   }
 
   async insertOverlay(verificationId: string, overlay: OverlayBlock): Promise<void> {

@@ -41,6 +41,18 @@ export {
   type VerificationResource,
 } from './verification-rows-repository.ts';
 
+/** One tape of a verification's history, as GET /verifications/{id}/tapes lists it. */
+export interface TapeSummaryRow {
+  tape_id: string;
+  reason: string;
+  stored_at: string;
+  generated_at: string;
+  tier: RiskTape200['eligibility']['tier'];
+  max_advance_eur: number;
+  schema_version: RiskTape200['schema_version'];
+  latest: boolean;
+}
+
 /** What a page of the event feed is filtered by: events at or after `since`, older than `beforeSequence`. */
 export interface EventFeedFilter {
   since: string;
@@ -131,9 +143,60 @@ export class VerificationsRepository {
     return overlaysIn(this.knex, verificationId);
   }
 
+  /** Every tape of the verification, the ones a later tape replaced first (oldest first), then the latest. */
   async tapesOf(verificationId: string): Promise<RiskTape200[]> {
+    const earlier = await this.knex<{ verification_id: string; tape: string; stored_at: string; tape_id: string }>('tape_history')
+      .where({ verification_id: verificationId })
+      .orderBy([{ column: 'stored_at' }, { column: 'tape_id' }])
+      .select('tape');
     const rows = await this.knex<{ verification_id: string; tape: string }>('tapes').where({ verification_id: verificationId }).select('tape');
-    return rows.map((r) => JSON.parse(r.tape) as RiskTape200);
+    return [...earlier, ...rows].map((r) => JSON.parse(r.tape) as RiskTape200);
+  }
+
+  /**
+   * The lender's verification's tapes, newest first (P33): the latest from `tapes`, the ones it
+   * replaced from `tape_history`. Null when the verification is not the lender's. A verification
+   * has one tape per refresh or overlay, so the whole list is read and paged here.
+   */
+  async tapeHistoryForLender(lenderId: string, verificationId: string): Promise<TapeSummaryRow[] | null> {
+    const owned = await this.knex<VerificationRow>('verifications').where({ id: verificationId, lender_id: lenderId }).first('id');
+    if (!owned) return null;
+    const latest = await this.knex<{ verification_id: string; tape: string; tape_id: string; reason: string; stored_at: string; generated_at: string }>('tapes')
+      .where({ verification_id: verificationId })
+      .first();
+    const earlier = await this.knex<TapeSummaryRow & { verification_id: string }>('tape_history')
+      .where({ verification_id: verificationId })
+      .orderBy([
+        { column: 'stored_at', order: 'desc' },
+        { column: 'tape_id', order: 'desc' },
+      ])
+      .select('tape_id', 'reason', 'stored_at', 'generated_at', 'tier', 'max_advance_eur');
+    if (!latest) return [];
+    const tape = JSON.parse(latest.tape) as RiskTape200;
+    const summaries: TapeSummaryRow[] = [
+      {
+        tape_id: latest.tape_id,
+        reason: latest.reason,
+        stored_at: latest.stored_at,
+        generated_at: latest.generated_at,
+        tier: tape.eligibility.tier,
+        max_advance_eur: tape.eligibility.max_advance_eur,
+        schema_version: tape.schema_version,
+        latest: true,
+      },
+    ];
+    // An earlier tape's schema version is the stored one's: tapes are stored at the newest version.
+    for (const row of earlier) summaries.push({ ...row, max_advance_eur: Number(row.max_advance_eur), schema_version: tape.schema_version, latest: false });
+    return summaries;
+  }
+
+  /** An earlier tape of the lender's verification, by its id in the tape history (P33). */
+  async earlierTapeForLender(lenderId: string, verificationId: string, tapeId: string): Promise<StoredTape | null> {
+    const row = await this.knex('tape_history as h')
+      .join('verifications as v', 'v.id', 'h.verification_id')
+      .where({ 'h.tape_id': tapeId, 'h.verification_id': verificationId, 'v.lender_id': lenderId })
+      .first<{ tape: string } | undefined>('h.tape');
+    return row ? storedTape(row.tape) : null;
   }
 
   async incomeOf(

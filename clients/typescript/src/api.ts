@@ -82,7 +82,8 @@ export interface paths {
         };
         /**
          * Get the Risk Tape of a completed verification
-         * @description Renders the latest Risk Tape at the requested schema version (default `2.0.0`); fields
+         * @description Renders the latest Risk Tape (or, with `tape_id`, an earlier one) at the requested schema
+         *     version (default `2.0.0`); fields
          *     introduced after that version are left out, and the result validates against that version's
          *     JSON Schema. A verification that is not `completed` gives `404 not_found` naming its status.
          *     A tape whose product type did not exist at the requested version (types added in `2.0.0`
@@ -95,6 +96,88 @@ export interface paths {
         get: operations["getVerificationTape"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/verifications/{verification_id}/tapes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a verification's tapes
+         * @description Every Risk Tape the verification has had, newest first: the tape made at completion, each
+         *     tape scored again after an overlay, and each tape of a refresh (ongoing monitoring, P33),
+         *     with when it was stored, why, its tier and its maximum advance. The first entry is the
+         *     latest tape, the one `GET /verifications/{id}/tape` answers; any other is read with that
+         *     operation's `tape_id`. A verification without a tape (not `completed`) has an empty list.
+         *     Pages use a keyset cursor: pass the last `tape_id` of a page as `starting_after`; a cursor
+         *     that is not one of the verification's tapes is `400 validation_error`.
+         */
+        get: operations["listVerificationTapes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/verifications/{verification_id}/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read a monitored creator's income again now
+         * @description Asks for a refresh of a verification whose monitoring is `active` (P33): the creator's income
+         *     is read again with the grant they gave, scored with the same product type, the lender's
+         *     policy and the overlays attached so far, and stored as the new latest tape; a `tape.updated`
+         *     event (`reason: refresh`, with what changed) follows. The refresh runs in the background:
+         *     the answer is `202` with the verification, whose `monitoring.refresh_requested_at` is set
+         *     until the refresh is done. No body.
+         *
+         *     At most one refresh on demand per verification in 24 hours: another one within that time is
+         *     `429 rate_limited` with `Retry-After`, while one is still waiting `409 duplicate_request`.
+         *     A verification whose monitoring is not `active` (one-time, still waiting for its first tape,
+         *     or ended) is `422 unprocessable`. Scheduled refreshes do not count against the limit.
+         */
+        post: operations["refreshVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/verifications/{verification_id}/monitoring/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop monitoring a verification
+         * @description Ends the ongoing monitoring of a verification (P33), whether it is waiting for the first tape
+         *     (`pending`) or `active`: monitoring becomes `ended` with `end_reason: stopped_by_lender`, no
+         *     refresh follows, the creator's grants are revoked at the providers, and a
+         *     `verification.monitoring_ended` event follows. The verification keeps its status and its
+         *     tapes. Stopping monitoring that has already ended answers `200` with the verification again
+         *     and sends nothing, so a retried request is safe. A verification created without
+         *     `monitoring` is `422 unprocessable`. No body.
+         */
+        post: operations["stopMonitoring"];
         delete?: never;
         options?: never;
         head?: never;
@@ -590,6 +673,42 @@ export interface components {
             /** @description The creator's declared monthly debt obligations in euro; enables the tape's `affordability` block. */
             declared_monthly_obligations_eur?: number;
             return_url?: components["schemas"]["ReturnUrl"];
+            monitoring?: components["schemas"]["MonitoringRequest"];
+        };
+        /**
+         * @description Ongoing monitoring (P33): after the first tape, the creator's income is read again once a
+         *     month for this many months, each time a new tape and a `tape.updated` event, until the window
+         *     ends, the lender stops it, or the creator stops it from the consent link. The creator is told
+         *     and agrees on the consent page. Absent: a one-time verification.
+         */
+        MonitoringRequest: {
+            /** @description How many months, from the first tape, the creator's income may be read again. */
+            months: number;
+        };
+        /**
+         * @description The verification's ongoing monitoring (P33), present when the creation asked for it.
+         *     `pending` until the first tape, `active` from then until `ends_at`, then `ended` with
+         *     `end_reason`. A monthly refresh runs at `next_refresh_at`; the last one runs at `ends_at`
+         *     and ends the window (`window_over`).
+         */
+        Monitoring: {
+            months: number;
+            /** @enum {string} */
+            state: "pending" | "active" | "ended";
+            /** @description Why monitoring ended (as `verification.monitoring_ended` says); null unless `state` is `ended`. Clients must tolerate values not listed. */
+            end_reason: ("window_over" | "stopped_by_creator" | "stopped_by_lender" | "cancelled_by_lender" | "grant_revoked" | "not_completed") | null;
+            /** @description When monitoring began (the first tape); null before. */
+            starts_at: components["schemas"]["Timestamp"] | null;
+            /** @description When the window the creator agreed to ends; null before it starts. */
+            ends_at: components["schemas"]["Timestamp"] | null;
+            /** @description When the income was last read again successfully; null before the first refresh. */
+            last_refresh_at: components["schemas"]["Timestamp"] | null;
+            /** @description When the next scheduled refresh runs (a retry after a failure included); null unless `active`. */
+            next_refresh_at: components["schemas"]["Timestamp"] | null;
+            /** @description When a refresh on demand still waiting to run was asked for; null when none waits. */
+            refresh_requested_at: components["schemas"]["Timestamp"] | null;
+            /** @description Refreshes failed in a row since the last successful one (each after its retries); 0 when the last one succeeded. */
+            failed_refreshes: number;
         };
         /**
          * Format: uri
@@ -634,6 +753,8 @@ export interface components {
             platform_connections: components["schemas"]["PlatformConnectionStatus"][];
             /** @description Schema version of the latest tape; null while there is no tape. */
             schema_version: components["schemas"]["SchemaVersion"] | null;
+            /** @description Present when the creation asked for ongoing monitoring. */
+            monitoring?: components["schemas"]["Monitoring"];
         };
         VerificationList: {
             data: components["schemas"]["Verification"][];
@@ -646,7 +767,25 @@ export interface components {
             has_more: boolean;
         };
         /** @description An event exactly as its webhook's body carries it (`spec/asyncapi.yaml`). */
-        Event: components["schemas"]["verification.completed"] | components["schemas"]["verification.failed"] | components["schemas"]["verification.expired"] | components["schemas"]["verification.cancelled"] | components["schemas"]["tape.updated"];
+        Event: components["schemas"]["verification.completed"] | components["schemas"]["verification.failed"] | components["schemas"]["verification.expired"] | components["schemas"]["verification.cancelled"] | components["schemas"]["tape.updated"] | components["schemas"]["verification.monitoring_ended"] | components["schemas"]["verification.refresh_failed"];
+        TapeSummary: {
+            tape_id: string;
+            stored_at: components["schemas"]["Timestamp"];
+            /** @description Why this tape was made: `completion`, `overlay_attached` or `refresh`. Clients must tolerate values not listed. */
+            reason: string;
+            /** @description The tape's own `tape_generated_at`. */
+            tape_generated_at: components["schemas"]["Timestamp"];
+            schema_version: components["schemas"]["SchemaVersion"];
+            tier: components["schemas"]["Tier"];
+            max_advance_eur: number;
+            /** @description True for the tape `GET /verifications/{id}/tape` answers without `tape_id`. */
+            latest: boolean;
+        };
+        TapeList: {
+            data: components["schemas"]["TapeSummary"][];
+            /** @description True when another (older) page follows; request it with `starting_after` set to the last `tape_id`. */
+            has_more: boolean;
+        };
         /** @description The Risk Tape at the requested schema version. */
         RiskTape: components["schemas"]["RiskTapeV1_0_0"] | components["schemas"]["RiskTapeV1_1_0"] | components["schemas"]["RiskTapeV1_2_0"] | components["schemas"]["RiskTapeV2_0_0"];
         /**
@@ -869,7 +1008,7 @@ export interface components {
          * @example verification.completed
          * @enum {string}
          */
-        EventName: "verification.completed" | "verification.failed" | "verification.expired" | "verification.cancelled" | "tape.updated" | "webhook.test";
+        EventName: "verification.completed" | "verification.failed" | "verification.expired" | "verification.cancelled" | "tape.updated" | "verification.refresh_failed" | "verification.monitoring_ended" | "webhook.test";
         WebhookCreateRequest: {
             /**
              * Format: uri
@@ -1461,7 +1600,7 @@ export interface components {
         };
         /**
          * TapeUpdatedEvent
-         * @description Sent when the Risk Tape of a `completed` verification changes after completion, for example when an overlay is attached with POST /api/v1/verifications/{verification_id}/overlays (D13). The verification stays `completed`; fetch the new tape from GET /api/v1/verifications/{verification_id}/tape. `schema_version` is the schema version of the updated tape. The top-level fields are the primary form; `data` repeats the verification fields for clients written against the sandbox example. Receivers must ignore fields they do not know: new optional fields may be added without notice.
+         * @description Sent when the Risk Tape of a `completed` verification changes after completion, when an overlay is attached with POST /api/v1/verifications/{verification_id}/overlays (D13), and when a monitored verification's income is read again (`reason: refresh`, P33). The verification stays `completed`; fetch the new tape from GET /api/v1/verifications/{verification_id}/tape. `schema_version` is the schema version of the updated tape. The top-level fields are the primary form; `data` repeats the verification fields for clients written against the sandbox example. Receivers must ignore fields they do not know: new optional fields may be added without notice.
          * @example {
          *       "event": "tape.updated",
          *       "event_id": "evt_7cW2yN4bK6jS0pRe",
@@ -1475,6 +1614,51 @@ export interface components {
          *         "obligor_reference": "loan-app-000742",
          *         "status": "completed",
          *         "schema_version": "2.0.0"
+         *       },
+         *       "tape_id": "tap_4Fh9kW2qN7xR1mZs",
+         *       "changes": {
+         *         "tier": {
+         *           "before": "prime",
+         *           "after": "prime"
+         *         },
+         *         "max_advance_eur": {
+         *           "before": 58435.74,
+         *           "after": 58435.74
+         *         },
+         *         "income_trend": {
+         *           "before": "stable",
+         *           "after": "stable"
+         *         }
+         *       }
+         *     }
+         * @example {
+         *       "event": "tape.updated",
+         *       "event_id": "evt_6nT3wK8pB1vM5qLr",
+         *       "verification_id": "vrf_8Kq2mZ4xT9bN1cLp",
+         *       "obligor_reference": "loan-app-000742",
+         *       "schema_version": "2.0.0",
+         *       "reason": "refresh",
+         *       "occurred_at": "2026-12-25T16:48:31Z",
+         *       "data": {
+         *         "verification_id": "vrf_8Kq2mZ4xT9bN1cLp",
+         *         "obligor_reference": "loan-app-000742",
+         *         "status": "completed",
+         *         "schema_version": "2.0.0"
+         *       },
+         *       "tape_id": "tap_9Ly2cQ6vH4tD8sWn",
+         *       "changes": {
+         *         "tier": {
+         *           "before": "prime",
+         *           "after": "standard"
+         *         },
+         *         "max_advance_eur": {
+         *           "before": 58435.74,
+         *           "after": 41210.5
+         *         },
+         *         "income_trend": {
+         *           "before": "stable",
+         *           "after": "declining"
+         *         }
          *       }
          *     }
          */
@@ -1488,7 +1672,7 @@ export interface components {
             verification_id: components["schemas"]["VerificationId"];
             obligor_reference: components["schemas"]["ObligorReference"];
             schema_version: components["schemas"]["SchemaVersion"];
-            /** @description Why the tape changed: `overlay_attached` (POST /api/v1/verifications/{verification_id}/overlays). New reasons may be added: receivers must tolerate values not listed here. */
+            /** @description Why the tape changed: `overlay_attached` (POST /api/v1/verifications/{verification_id}/overlays) or `refresh` (ongoing monitoring read the income again, by schedule or on demand). New reasons may be added: receivers must tolerate values not listed here. */
             reason: string;
             occurred_at: components["schemas"]["Timestamp"];
             /**
@@ -1504,6 +1688,121 @@ export interface components {
                  */
                 status: "completed";
                 schema_version: components["schemas"]["SchemaVersion"];
+            };
+            /** @description The new tape's id in the verification's tape history (GET /api/v1/verifications/{verification_id}/tapes). */
+            tape_id?: string;
+            /**
+             * TapeChanges
+             * @description What a reader of the tape most likely acts on, before and after this change: the eligibility tier, the maximum advance and the income trend. Sent with every `tape.updated`, equal values included.
+             */
+            changes?: {
+                /** @description `eligibility.tier`. */
+                tier: {
+                    before: components["schemas"]["Tier"];
+                    after: components["schemas"]["Tier"];
+                };
+                /** @description `eligibility.max_advance_eur`. */
+                max_advance_eur: {
+                    before: number;
+                    after: number;
+                };
+                /** @description `eligibility.income_trend`; null for a tape that has none. */
+                income_trend: {
+                    before: components["schemas"]["Trend"] | null;
+                    after: components["schemas"]["Trend"] | null;
+                };
+            };
+        };
+        /**
+         * MonitoringEndReason
+         * @description Why ongoing monitoring ended: `window_over` (the months the creator agreed to have passed), `stopped_by_creator` (from the consent link), `stopped_by_lender` (POST /api/v1/verifications/{verification_id}/monitoring/stop), `cancelled_by_lender` (the verification was cancelled before consent), `grant_revoked` (a provider refused the creator's grant at a refresh), `not_completed` (the verification failed or expired, so monitoring never started). Receivers must tolerate values not listed here.
+         * @example window_over
+         */
+        MonitoringEndReason: string;
+        /**
+         * VerificationMonitoringEndedEvent
+         * @description Sent when the ongoing monitoring a verification was created with (`monitoring` in POST /api/v1/verifications) ends, once, whatever ended it; `reason` says what. No refresh follows, and the creator's grants are revoked at the providers. The verification keeps its status and its tapes. An erasure ends monitoring too, but sends no event: it removes the verification and its events, and its receipt is the answer (P33). The top-level fields are the primary form; `data` repeats them. Receivers must ignore fields they do not know.
+         * @example {
+         *       "event": "verification.monitoring_ended",
+         *       "event_id": "evt_5mQ8rT2wL7nB4xKc",
+         *       "verification_id": "vrf_8Kq2mZ4xT9bN1cLp",
+         *       "obligor_reference": "loan-app-000742",
+         *       "reason": "window_over",
+         *       "occurred_at": "2027-05-25T16:48:31Z",
+         *       "data": {
+         *         "verification_id": "vrf_8Kq2mZ4xT9bN1cLp",
+         *         "obligor_reference": "loan-app-000742",
+         *         "reason": "window_over"
+         *       }
+         *     }
+         */
+        "verification.monitoring_ended": {
+            /**
+             * @description Event name, equal to the X-Service-Event header.
+             * @constant
+             */
+            event: "verification.monitoring_ended";
+            event_id: components["schemas"]["EventId"];
+            verification_id: components["schemas"]["VerificationId"];
+            obligor_reference: components["schemas"]["ObligorReference"];
+            reason: components["schemas"]["MonitoringEndReason"];
+            occurred_at: components["schemas"]["Timestamp"];
+            /**
+             * VerificationMonitoringEndedData
+             * @description The fields again, nested, for clients that read them from `data`. Always equal to the top-level fields.
+             */
+            data: {
+                verification_id: components["schemas"]["VerificationId"];
+                obligor_reference: components["schemas"]["ObligorReference"];
+                reason: components["schemas"]["MonitoringEndReason"];
+            };
+        };
+        /**
+         * VerificationRefreshFailedEvent
+         * @description Sent when a refresh of a monitored verification failed after its retries (P33): a provider answered with an error each time. The last tape stays the latest, monitoring stays `active`, and the next monthly refresh is tried as scheduled (`next_refresh_at`, null when the window is over). `failed_refreshes` counts the refreshes failed in a row, as the resource's `monitoring.failed_refreshes` does. A refused grant is not a failure of this kind: it ends monitoring (`verification.monitoring_ended`, `grant_revoked`). Receivers must ignore fields they do not know.
+         * @example {
+         *       "event": "verification.refresh_failed",
+         *       "event_id": "evt_2pV6sN9dF3hJ8wQa",
+         *       "verification_id": "vrf_8Kq2mZ4xT9bN1cLp",
+         *       "obligor_reference": "loan-app-000742",
+         *       "reason": "platform_error",
+         *       "failed_refreshes": 1,
+         *       "next_refresh_at": "2027-01-25T16:48:31Z",
+         *       "occurred_at": "2026-12-26T17:02:11Z",
+         *       "data": {
+         *         "verification_id": "vrf_8Kq2mZ4xT9bN1cLp",
+         *         "obligor_reference": "loan-app-000742",
+         *         "reason": "platform_error",
+         *         "failed_refreshes": 1
+         *       }
+         *     }
+         */
+        "verification.refresh_failed": {
+            /**
+             * @description Event name, equal to the X-Service-Event header.
+             * @constant
+             */
+            event: "verification.refresh_failed";
+            event_id: components["schemas"]["EventId"];
+            verification_id: components["schemas"]["VerificationId"];
+            obligor_reference: components["schemas"]["ObligorReference"];
+            /** @description Why the refresh failed: `platform_error`. New reasons may be added. */
+            reason: string;
+            /** @description Refreshes failed in a row, this one included. */
+            failed_refreshes: number;
+            /** @description When the next scheduled refresh runs; null when none will. */
+            next_refresh_at: components["schemas"]["Timestamp"] | null;
+            occurred_at: components["schemas"]["Timestamp"];
+            /**
+             * VerificationRefreshFailedData
+             * @description The fields again, nested. Always equal to the top-level fields.
+             */
+            data: {
+                verification_id: components["schemas"]["VerificationId"];
+                obligor_reference: components["schemas"]["ObligorReference"];
+                /** @description As the top-level `reason`. */
+                reason: string;
+                failed_refreshes: number;
             };
         };
     };
@@ -1630,6 +1929,37 @@ export interface components {
                  * @example {
                  *       "error": "rate_limited",
                  *       "message": "Rate limit of 60 requests per minute exceeded; retry in 12 seconds."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A refresh of this verification is already waiting to run. */
+        RefreshPending: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "duplicate_request",
+                 *       "message": "A refresh of verification vrf_8Kq2mZ4xT9bN1cLp is already queued (asked at 2026-12-02T10:00:00.000Z); its tape.updated event follows when it is done."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A refresh on demand was already asked for this verification in the last 24 hours; wait `Retry-After` seconds. */
+        RefreshTooSoon: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "rate_limited",
+                 *       "message": "Verification vrf_8Kq2mZ4xT9bN1cLp was refreshed on demand at 2026-12-02T10:00:00.000Z; the next refresh on demand is possible from 2026-12-03T10:00:00.000Z (retry in 80000 seconds)."
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -1927,6 +2257,8 @@ export interface operations {
             query?: {
                 /** @description Risk Tape schema version to render; default `2.0.0`. */
                 schema_version?: components["schemas"]["SchemaVersion"];
+                /** @description An earlier tape of the verification (a `tape_id` of `GET /verifications/{id}/tapes`); the latest when absent. A `tape_id` that is not one of the verification's tapes is `404 not_found`. */
+                tape_id?: string;
             };
             header?: never;
             path: {
@@ -1951,6 +2283,122 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RiskTape"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listVerificationTapes: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description A `tape_id` from the previous page; this page holds the tapes stored before it. */
+                starting_after?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The verification's id (`vrf_...`). An id that is unknown or belongs to another lender is `404`.
+                 * @example vrf_7Hq2xK9mPz4LwN3c
+                 */
+                verification_id: components["parameters"]["VerificationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the verification's tapes, newest first. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TapeList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    refreshVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The verification's id (`vrf_...`). An id that is unknown or belongs to another lender is `404`.
+                 * @example vrf_7Hq2xK9mPz4LwN3c
+                 */
+                verification_id: components["parameters"]["VerificationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refresh is queued; the verification as it stands. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Verification"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["RefreshPending"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RefreshTooSoon"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    stopMonitoring: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The verification's id (`vrf_...`). An id that is unknown or belongs to another lender is `404`.
+                 * @example vrf_7Hq2xK9mPz4LwN3c
+                 */
+                verification_id: components["parameters"]["VerificationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verification, its monitoring ended. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Verification"];
                 };
             };
             400: components["responses"]["BadRequest"];

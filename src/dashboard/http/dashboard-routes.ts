@@ -78,7 +78,7 @@ const NOTICES: Record<string, string> = {
 };
 const DEACTIVATED_SIGN_IN = 'This dashboard user or its lender account is deactivated, so it cannot sign in. Ask your operator to reactivate it.';
 
-const STATUS_OF_DOMAIN_ERROR: Record<DomainError['kind'], number> = { not_found: 404, conflict: 409, invalid: 400, refused: 422 };
+const STATUS_OF_DOMAIN_ERROR: Record<DomainError['kind'], number> = { not_found: 404, conflict: 409, invalid: 400, refused: 422, too_soon: 429 };
 
 function readCookie(req: Request, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
@@ -430,7 +430,9 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
   const refusals: ErrorRequestHandler = (error, _req, res, next) => {
     if (res.headersSent) return next(error);
     if (error instanceof DomainError) {
-      const title = { not_found: 'Not found', conflict: 'Conflict', invalid: 'Please check the form', refused: 'Not possible' }[error.kind];
+      const title = { not_found: 'Not found', conflict: 'Conflict', invalid: 'Please check the form', refused: 'Not possible', too_soon: 'Not yet' }[
+        error.kind
+      ];
       return refuse(res, STATUS_OF_DOMAIN_ERROR[error.kind], title, error.message);
     }
     if (isDatabaseUnavailable(error)) {

@@ -57,7 +57,13 @@ describe('domain errors', () => {
 
   it('map every kind to a catalogue code, so a use case never needs an HTTP status', () => {
     const mapped = Object.fromEntries(DOMAIN_ERROR_KINDS.map((kind) => [kind, toApiError(new DomainError(kind, 'why'), logger).code]));
-    assert.deepEqual(mapped, { not_found: 'not_found', conflict: 'duplicate_request', invalid: 'validation_error', refused: 'unprocessable' });
+    assert.deepEqual(mapped, {
+      not_found: 'not_found',
+      conflict: 'duplicate_request',
+      invalid: 'validation_error',
+      refused: 'unprocessable',
+      too_soon: 'rate_limited',
+    });
     for (const code of Object.values(mapped)) assert.ok(code in ERROR_CATALOGUE);
   });
 

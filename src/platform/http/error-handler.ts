@@ -76,15 +76,15 @@ const CATALOGUE_CODE_OF: Record<DomainErrorKind, ErrorCode> = {
   conflict: 'duplicate_request',
   invalid: 'validation_error',
   refused: 'unprocessable',
+  too_soon: 'rate_limited',
 };
 
 function fromDomain(error: DomainError): ApiError {
   const details = error.field ? [{ field: error.field, issue: error.message }] : undefined;
-  return new ApiError(
-    CATALOGUE_CODE_OF[error.kind],
-    error.field ? `${error.field.replace(/^body\./, '')}: ${error.message}` : error.message,
-    details ? { details } : {},
-  );
+  return new ApiError(CATALOGUE_CODE_OF[error.kind], error.field ? `${error.field.replace(/^body\./, '')}: ${error.message}` : error.message, {
+    ...(details ? { details } : {}),
+    ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
+  });
 }
 
 /** Maps anything thrown to a catalogue error. Unknown errors become internal_error and are logged. */

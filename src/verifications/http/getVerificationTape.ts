@@ -10,6 +10,7 @@ export function getVerificationTape(lifecycle: VerificationLifecycle, sign: Tape
       principalOf(request).lender.id,
       request.params.verification_id,
       request.query.schema_version ?? '2.0.0',
+      request.query.tape_id,
     );
     const json = rendered.json;
     // The bytes signed are the bytes sent.

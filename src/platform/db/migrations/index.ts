@@ -24,6 +24,7 @@ import * as benchmarkLenderBuckets from './20261128_022_benchmark_lender_buckets
 import * as eventFeed from './20261128_023_event_feed.ts';
 import * as webhookDisabling from './20261128_024_webhook_disabling.ts';
 import * as returnUrls from './20261128_025_return_urls.ts';
+import * as monitoring from './20261128_026_monitoring.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -54,6 +55,7 @@ const ordered: Array<[string, Migration]> = [
   ['20261128_023_event_feed', eventFeed],
   ['20261128_024_webhook_disabling', webhookDisabling],
   ['20261128_025_return_urls', returnUrls],
+  ['20261128_026_monitoring', monitoring],
 ];
 
 export const migrations: Knex.MigrationSource<[string, Migration]> = {

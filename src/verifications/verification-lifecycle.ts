@@ -244,6 +244,19 @@ export class VerificationLifecycle {
     };
   }
 
+  /**
+   * The income the latest read found for one of the lender's verifications (the months a chart
+   * shows), oldest month first per platform; null when the verification is not the lender's.
+   */
+  async monthlyIncomeForLender(
+    lenderId: string,
+    verificationId: string,
+  ): Promise<Array<{ platform: string; month: string; sourceCurrency: string; sourceAmount: number; amountEur: number | null }> | null> {
+    const [owned] = await this.deps.verifications.findOwned(lenderId, [verificationId]);
+    if (!owned) return null;
+    return this.deps.verifications.incomeOf(owned.id);
+  }
+
   /** How one of the lender's verifications got where it is: its transitions and the events they recorded, oldest first. */
   async timelineForLender(
     lenderId: string,

@@ -245,16 +245,13 @@ export class VerificationLifecycle {
   }
 
   /**
-   * The income the latest read found for one of the lender's verifications (the months a chart
-   * shows), oldest month first per platform; null when the verification is not the lender's.
+   * The monthly income the latest tape was scored from, per platform, oldest month first (what the
+   * dashboard's chart shows); null when the verification is not the lender's or has no tape.
    */
-  async monthlyIncomeForLender(
-    lenderId: string,
-    verificationId: string,
-  ): Promise<Array<{ platform: string; month: string; sourceCurrency: string; sourceAmount: number; amountEur: number | null }> | null> {
+  async monthlyIncomeForLender(lenderId: string, verificationId: string): Promise<PlatformIncome[] | null> {
     const [owned] = await this.deps.verifications.findOwned(lenderId, [verificationId]);
     if (!owned) return null;
-    return this.deps.verifications.incomeOf(owned.id);
+    return this.deps.verifications.scoringInputOf(owned.id);
   }
 
   /** How one of the lender's verifications got where it is: its transitions and the events they recorded, oldest first. */

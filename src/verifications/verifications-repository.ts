@@ -4,6 +4,7 @@ import { inUnitOfWork } from '../platform/db/unit-of-work.ts';
 import { hotStatement, knexHotStatements, type HotStatements } from '../platform/db/hot-statements.ts';
 import { columnsOf } from '../platform/db/columns.ts';
 import { whereStatusAmong } from '../platform/db/list-filters.ts';
+import type { PlatformIncome } from '../tape/index.ts';
 import type { VerificationStatus } from './state-machine.ts';
 import { VerificationStore } from './verification-store-repository.ts';
 import {
@@ -141,6 +142,14 @@ export class VerificationsRepository {
 
   async overlaysOf(verificationId: string): Promise<OverlayBlock[]> {
     return overlaysIn(this.knex, verificationId);
+  }
+
+  /** The income the latest tape was scored from; null without a tape (or one stored before its input was kept). */
+  async scoringInputOf(verificationId: string): Promise<PlatformIncome[] | null> {
+    const row = await this.knex<{ verification_id: string; scoring_input: string | null }>('tapes')
+      .where({ verification_id: verificationId })
+      .first('scoring_input');
+    return row?.scoring_input ? (JSON.parse(row.scoring_input) as PlatformIncome[]) : null;
   }
 
   /** Every tape of the verification, the ones a later tape replaced first (oldest first), then the latest. */

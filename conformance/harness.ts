@@ -30,6 +30,8 @@ const REQUEST_TIMEOUT_MS = 15_000;
 const OUTPUT_TAIL_CHARS = 16_000;
 /** What a self-started sandbox is given as SANDBOX_COMPLETE_DELAY_MS, so `test-` outcomes are quick. */
 const SELF_STARTED_SANDBOX_DELAY_MS = 1_000;
+/** A self-started sandbox's month of ongoing monitoring (SANDBOX_REFRESH_INTERVAL_MS), so its schedule is seen in seconds. */
+const SELF_STARTED_REFRESH_INTERVAL_MS = 4_000;
 /** The service's default SANDBOX_COMPLETE_DELAY_MS (D22), assumed for a deployment unless told otherwise. */
 const DEFAULT_SANDBOX_DELAY_MS = 5_000;
 /** What a self-started service is given for its webhook sender (D14, D22): seconds after the first attempt, and the receiver timeout. */
@@ -648,6 +650,7 @@ class SelfStartedService implements TargetDefinition {
       LOG_LEVEL: 'warn',
       VALIDATE_RESPONSES: '1',
       SANDBOX_COMPLETE_DELAY_MS: String(this.sandboxDelayMs),
+      SANDBOX_REFRESH_INTERVAL_MS: String(SELF_STARTED_REFRESH_INTERVAL_MS),
       DATABASE_URL: this.database.url,
       NODE_EXTRA_CA_CERTS: `${this.webhooks.caDir}/ca.pem`,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: this.webhooks.privateTargetsAllowed ? '1' : '0',

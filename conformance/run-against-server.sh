@@ -138,6 +138,9 @@ bash scripts/make-test-ca.sh "$CA_DIR"
 PROVIDERS=()
 [ "$MODE" = production ] && PROVIDERS=(GOOGLE_CLIENT_ID=conformance-client GOOGLE_CLIENT_SECRET=conformance-secret
   STRIPE_CLIENT_ID=ca_conformance STRIPE_SECRET_KEY=sk_test_conformance)
+# A sandbox's month of ongoing monitoring in seconds, so the suite sees its schedule (P33);
+# production refuses the setting: a real creator's month is a calendar month.
+[ "$MODE" = sandbox ] && PROVIDERS=(SANDBOX_REFRESH_INTERVAL_MS=4000)
 
 # setsid: the server gets its own process group, so stopping it stops npm and node together.
 setsid env "${PROVIDERS[@]}" PORT="$PORT" HOST=127.0.0.1 DATABASE_URL="$DATABASE_URL" SERVICE_MODE="$MODE" ENCRYPTION_KEY="$ENCRYPTION_KEY" \

@@ -38,6 +38,21 @@ export interface Verification {
   schema_version: SchemaVersion | null;
   /** Present when the creation gave one. */
   return_url?: string;
+  /** Present when the creation asked for ongoing monitoring. */
+  monitoring?: Monitoring;
+}
+
+/** A verification's ongoing monitoring, as the contract's `Monitoring` schema has it. */
+export interface Monitoring {
+  months: number;
+  state: 'pending' | 'active' | 'ended';
+  end_reason: string | null;
+  starts_at: string | null;
+  ends_at: string | null;
+  last_refresh_at: string | null;
+  next_refresh_at: string | null;
+  refresh_requested_at: string | null;
+  failed_refreshes: number;
 }
 
 /** A block of a tape: the members the suite reads by name, and the rest, compared as they are. */
@@ -66,6 +81,7 @@ export interface Tape {
 }
 
 export interface CreateBody {
+  monitoring?: { months: number };
   obligor_reference: string;
   creator_platforms: Array<'youtube' | 'stripe'>;
   lender_name?: string;

@@ -1368,6 +1368,7 @@ async function startServer(copy: string, database: string, caDir: string): Promi
     DATABASE_URL: `sqlite:${database}`,
     LOG_LEVEL: 'warn',
     SANDBOX_COMPLETE_DELAY_MS: SANDBOX_DELAY_MS,
+    SANDBOX_REFRESH_INTERVAL_MS: '4000',
     NODE_EXTRA_CA_CERTS: join(caDir, 'ca.pem'),
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
     WEBHOOK_RETRY_SCHEDULE: RETRY_SCHEDULE,

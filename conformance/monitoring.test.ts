@@ -171,7 +171,7 @@ forEachTarget((target) => {
 
       const done = await waitForRefreshDone(id);
       assert.equal(done.refresh_requested_at, null, 'the refresh ran within the outcome time');
-      assert.ok(done.last_refresh_at && Date.parse(done.last_refresh_at) >= Date.parse(waiting.refresh_requested_at!));
+      assert.ok(done.last_refresh_at && Date.parse(done.last_refresh_at) >= Date.parse(waiting.refresh_requested_at));
       assert.equal(done.failed_refreshes, 0);
 
       const after = await history(id);
@@ -184,13 +184,13 @@ forEachTarget((target) => {
       assert.ok(Date.parse(latest!.stored_at) >= Date.parse(earlier!.stored_at));
 
       // The latest tape is the refreshed one; the earlier one is still readable by its id, signed.
-      const current = (await target.api.get(path(id, '/tape'))).json as Tape & { eligibility: { max_advance_eur: number } };
+      const current = (await target.api.get(path(id, '/tape'))).json as Tape;
       assert.equal(current.eligibility.max_advance_eur, latest!.max_advance_eur);
       assert.equal(current.tape_generated_at, latest!.tape_generated_at);
       const old = await target.api.get(path(id, `/tape?tape_id=${earlier!.tape_id}`));
       assert.equal(old.status, 200, old.text);
       assert.ok(old.headers.get('x-tape-signature'), 'an earlier tape is signed too');
-      const oldTape = old.json as Tape & { eligibility: { max_advance_eur: number } };
+      const oldTape = old.json as Tape;
       assert.equal(oldTape.eligibility.max_advance_eur, earlier!.max_advance_eur);
       assert.equal(oldTape.tape_generated_at, earlier!.tape_generated_at);
       assert.equal(oldTape.verification_id, id);
@@ -357,7 +357,7 @@ forEachTarget((target) => {
     });
   });
 
-  describe('happy: the monthly schedule and the end of the window (a sandbox with a short month)', () => {
+  describe('happy: the monthly schedule and the end of the window (a sandbox with a short month) [event:tape.updated] [event:verification.monitoring_ended]', () => {
     it('a one-month window: its refresh runs at the window end, then monitoring ends with window_over', async function () {
       requireSandbox(this, target);
       const verification = await monitoredNow(1);
@@ -451,7 +451,7 @@ forEachTarget((target) => {
       assert.deepEqual(named(await eventsOf(id), 'tape.updated'), []);
     });
 
-    it('test-refresh-revoke-: the refused grant ends monitoring with grant_revoked', async function () {
+    it('test-refresh-revoke-: the refused grant ends monitoring with grant_revoked [event:verification.monitoring_ended]', async function () {
       requireSandbox(this, target);
       const verification = await monitoredTest('test-refresh-revoke-');
       const id = verification.verification_id;

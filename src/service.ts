@@ -173,6 +173,8 @@ export async function startService(config: Config, logger: Logger, options: Serv
           : sandboxIncomeSource(verifications),
       dependentData: [(unit, ids) => webhooks.erase(unit, ids), (unit, ids) => consentRepository.erase(unit, ids), (unit, ids) => benchmarks.erase(unit, ids)],
       unavailablePlatforms: new Set(unavailablePlatforms.map(({ platform }) => platform)),
+      // The sandbox holds no grants; a real creator's are revoked when monitoring ends (P33).
+      grantsEnded: config.mode === 'production' ? (unit, verificationId) => consentRepository.scheduleGrantsEnd(unit, verificationId, clock.now()) : undefined,
     });
     const registeredLenderName = async (lenderId: string) => (await accounts.findLender(lenderId))?.name ?? null;
     const consent: ConsentDeps = { lifecycle, consent: consentRepository, providers, encryptionKey, logger, now, registeredLenderName };

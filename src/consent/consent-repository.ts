@@ -255,6 +255,23 @@ export class ConsentRepository {
     );
   }
 
+  /** Monitoring ended (P33): in its unit of work, a job to revoke the verification's grants. */
+  async scheduleGrantsEnd(unit: UnitOfWork, verificationId: string, now: Date): Promise<void> {
+    const payload: ConsentJobPayloads['consent.end_grants'] = {};
+    await this.jobs.enqueue(
+      transactionOf(unit),
+      { kind: 'consent.end_grants' satisfies keyof ConsentJobPayloads, subjectId: verificationId, runAt: now, payload },
+      now,
+    );
+  }
+
+  /** The grant of one platform was revoked at its provider: its tokens are of no use any more, and go. */
+  async forgetTokens(verificationId: string, platform: string, at: string): Promise<void> {
+    await this.knex<ConnectionRow>('platform_connections')
+      .where({ verification_id: verificationId, platform })
+      .update({ access_token_ciphertext: null, refresh_token_ciphertext: null, status: 'revoked', revoked_at: at });
+  }
+
   async findPendingRevocation(id: string): Promise<PendingRevocation | null> {
     const row = await this.knex<RevocationRow>('provider_revocations').where({ id }).first();
     if (!row) return null;

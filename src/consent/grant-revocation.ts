@@ -102,5 +102,14 @@ export function grantRevocationJobs(deps: GrantRevocationDeps): JobHandlers<Cons
       }
       await deps.consent.completeRevocation(pending.id);
     },
+    // After monitoring ended (P33): each grant still held is revoked and its tokens forgotten; a
+    // refusal fails the job, which the runner retries with backoff (the grants revoked stay so).
+    'consent.end_grants': async (job) => {
+      const grants = await deps.consent.grantsOf([job.subjectId]);
+      const { refused } = await revokeGrants(deps, grants);
+      const at = deps.now().toISOString();
+      for (const grant of grants) if (!refused.some((r) => r.grant === grant)) await deps.consent.forgetTokens(job.subjectId, grant.platform, at);
+      if (refused.length > 0) throw new Error(`${refused.map((r) => `${r.grant.platform}: ${r.error}`).join('; ')}`);
+    },
   };
 }

@@ -216,6 +216,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
               jobs: () => queue.stats(clock.now()),
               jobKinds: Object.keys(jobHandlers),
               webhooks: () => webhooks.backlog(clock.now()),
+              monitoring: () => verifications.monitoringCounts(),
               pool: () => db.poolStats(),
             },
             logger,

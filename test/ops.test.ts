@@ -46,6 +46,7 @@ function exposedSeries(): Map<string, Set<string>> {
     jobs: async () => [],
     jobKinds: [],
     webhooks: async () => ({ awaitingFirstAttempt: 0, awaitingRetry: 0, oldestPendingAgeSeconds: 0, oldestDueLagSeconds: 0 }),
+    monitoring: async () => ({ active: 0, failing: 0 }),
     pool: () => ({ used: 0, free: 0, pendingAcquires: 0, max: 0 }),
   };
   const metrics = [...processRegistry.getMetricsAsArray(), ...databaseGauges(stub, createLogger({ level: 'silent' })).getMetricsAsArray()];

@@ -8,6 +8,7 @@ import { adminContext } from '../admin/admin-context.ts';
 import { ManualClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
+import { monitoringRefreshes } from '../platform/metrics/metrics.ts';
 import { startService, type Service } from '../service.ts';
 import { addMonths, monitoringSchedule } from './monitoring.ts';
 
@@ -131,6 +132,8 @@ for (const factory of testDatabases()) {
       assert.equal((await api('get', `/verifications/${id}`)).body.status, 'completed');
       const start = (await monitoringOf(id)).starts_at as string;
       const mark = addMonths(new Date(start), 1).getTime();
+      const counted = async (outcome: string) => (await monitoringRefreshes.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+      const [retryingBefore, failedBefore] = [await counted('retrying'), await counted('failed')];
       await runUntil(new Date(mark).toISOString());
       const afterFirst = await monitoringOf(id);
       assert.equal(afterFirst.next_refresh_at, new Date(mark + HOUR).toISOString(), 'the first retry an hour later');

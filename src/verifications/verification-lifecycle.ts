@@ -8,7 +8,7 @@ import { newId, randomBase62 } from '../platform/ids.ts';
 import { instant, oneCursor } from '../platform/list-query.ts';
 import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
 import type { JobHandlers } from '../platform/jobs/job-queue.ts';
-import { countVerificationMove } from '../platform/metrics/metrics.ts';
+import { countVerificationMove, monitoringRefreshes } from '../platform/metrics/metrics.ts';
 import type { Principal } from '../platform/principal.ts';
 import {
   isSyntheticCreator,
@@ -656,6 +656,7 @@ export class VerificationLifecycle {
         await store.saveMonitoring(record.id, next, atIso, rescored.tape.schema_version);
       } else if (outcome.reason === 'consent_revoked') {
         await store.setConnections(record.id, [{ platform: outcome.platform, status: 'revoked' }], atIso);
+        store.unit.afterCommit(() => monitoringRefreshes.labels('grant_revoked').inc());
         return endMonitoring(store, monitored, 'grant_revoked', at, this.monitoring);
       } else if (payload.attempt < schedule.retryDelaysMs.length && !lastMark) {
         // Retried on the schedule's delays; the last tape stays the latest meanwhile.
@@ -664,6 +665,7 @@ export class VerificationLifecycle {
         if (payload.mark !== null) next.nextRefreshAt = retryDue;
         await store.saveMonitoring(record.id, next, atIso);
         await store.schedule('verification.refresh', record.id, retryAt, { mark: payload.mark, attempt: payload.attempt + 1, due: retryDue }, at);
+        store.unit.afterCommit(() => monitoringRefreshes.labels('retrying').inc());
         return;
       } else {
         failedForGood = true;
@@ -675,6 +677,7 @@ export class VerificationLifecycle {
         await scheduleMark(store, record.id, payload.mark + 1, next.nextRefreshAt, at);
       }
       await store.saveMonitoring(record.id, next, atIso);
+      store.unit.afterCommit(() => monitoringRefreshes.labels(failedForGood ? 'failed' : 'done').inc());
       if (failedForGood) {
         const eventId = newId('evt');
         await store.recordEvent({

@@ -144,6 +144,15 @@ export class VerificationsRepository {
     return overlaysIn(this.knex, verificationId);
   }
 
+  /** For the metrics: verifications whose monitoring is active, and those whose last refresh failed. */
+  async monitoringCounts(): Promise<{ active: number; failing: number }> {
+    const [row] = await this.knex<VerificationRow>('verifications')
+      .where({ monitoring_state: 'active' })
+      .select(this.knex.raw('count(*) as active'), this.knex.raw('sum(case when failed_refreshes > 0 then 1 else 0 end) as failing'));
+    const counts = row as unknown as { active: number | string; failing: number | string | null };
+    return { active: Number(counts.active), failing: Number(counts.failing ?? 0) };
+  }
+
   /** The income the latest tape was scored from; null without a tape (or one stored before its input was kept). */
   async scoringInputOf(verificationId: string): Promise<PlatformIncome[] | null> {
     const row = await this.knex<{ verification_id: string; scoring_input: string | null }>('tapes')

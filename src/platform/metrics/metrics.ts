@@ -70,6 +70,13 @@ export const webhookDeferrals = new Counter({
   registers: [processRegistry],
 });
 
+export const monitoringRefreshes = new Counter({
+  name: `${PREFIX}monitoring_refreshes_total`,
+  help: 'Refreshes of monitored verifications (P33), by outcome: done (a new tape), retrying (a provider error, retried later), failed (after its retries), grant_revoked (ended monitoring).',
+  labelNames: ['outcome'] as const,
+  registers: [processRegistry],
+});
+
 export const jobsRun = new Counter({
   name: `${PREFIX}jobs_run_total`,
   help: 'Durable jobs run, by kind and outcome (done, retrying, failed: no attempts left).',
@@ -125,6 +132,8 @@ export interface DatabaseGaugeSources {
   /** Job kinds with handlers, reported as 0 when none is queued rather than disappearing. */
   jobKinds: readonly string[];
   webhooks(): Promise<{ awaitingFirstAttempt: number; awaitingRetry: number; oldestPendingAgeSeconds: number; oldestDueLagSeconds: number }>;
+  /** Verifications whose monitoring is active, and those of them whose last refresh failed (P33). */
+  monitoring(): Promise<{ active: number; failing: number }>;
   pool(): { used: number; free: number; pendingAcquires: number; max: number };
 }
 
@@ -134,7 +143,11 @@ export interface DatabaseGaugeSources {
  * one cluster (WEB_CONCURRENCY) are aggregated so already, by the primary.
  */
 export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): Registry {
-  type Snapshot = { jobs: Awaited<ReturnType<DatabaseGaugeSources['jobs']>> | null; webhooks: Awaited<ReturnType<DatabaseGaugeSources['webhooks']>> | null };
+  type Snapshot = {
+    jobs: Awaited<ReturnType<DatabaseGaugeSources['jobs']>> | null;
+    webhooks: Awaited<ReturnType<DatabaseGaugeSources['webhooks']>> | null;
+    monitoring: Awaited<ReturnType<DatabaseGaugeSources['monitoring']>> | null;
+  };
   const attempt = async <T>(what: string, read: () => Promise<T>): Promise<T | null> => {
     try {
       return await read();
@@ -147,8 +160,12 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
   let reading: Promise<Snapshot> | null = null;
   const snapshot = (): Promise<Snapshot> =>
     (reading ??= (async () => {
-      const [jobs, webhooks] = await Promise.all([attempt('job queue', () => sources.jobs()), attempt('webhook backlog', () => sources.webhooks())]);
-      return { jobs, webhooks };
+      const [jobs, webhooks, monitoring] = await Promise.all([
+        attempt('job queue', () => sources.jobs()),
+        attempt('webhook backlog', () => sources.webhooks()),
+        attempt('monitoring', () => sources.monitoring()),
+      ]);
+      return { jobs, webhooks, monitoring };
     })().finally(() => {
       reading = null;
     }));
@@ -163,8 +180,8 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
     // Across the server processes of one cluster (WEB_CONCURRENCY): reachable only if it was for all.
     aggregator: 'min',
     async collect() {
-      const { jobs, webhooks } = await snapshot();
-      reachable.set(jobs && webhooks ? 1 : 0);
+      const { jobs, webhooks, monitoring } = await snapshot();
+      reachable.set(jobs && webhooks && monitoring ? 1 : 0);
     },
   });
   const jobsQueued = new Gauge({
@@ -179,6 +196,20 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
       if (!jobs) return;
       for (const kind of sources.jobKinds) jobsQueued.set({ kind }, 0);
       for (const row of jobs) jobsQueued.set({ kind: row.kind }, row.queued);
+    },
+  });
+  const monitoringGauge = new Gauge({
+    name: `${PREFIX}monitoring_verifications`,
+    help: 'Verifications whose ongoing monitoring is active (state active), and those of them whose last refresh failed (state failing).',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    aggregator: 'max',
+    async collect() {
+      const { monitoring } = await snapshot();
+      monitoringGauge.reset();
+      if (!monitoring) return;
+      monitoringGauge.set({ state: 'active' }, monitoring.active);
+      monitoringGauge.set({ state: 'failing' }, monitoring.failing);
     },
   });
   const jobsLag = new Gauge({

@@ -153,6 +153,8 @@ for (const factory of testDatabases()) {
         (await tapesOf(id)).map((t) => t.reason),
         ['completion'],
       );
+      assert.equal((await counted('retrying')) - retryingBefore, 3, 'civ_monitoring_refreshes_total: three retries');
+      assert.equal((await counted('failed')) - failedBefore, 1, 'civ_monitoring_refreshes_total: then one failure');
     });
 
     it('a refresh on demand waits its turn on the one-a-day limit, measured from the last one asked for', async () => {

@@ -26,11 +26,21 @@ export function processingNotice(lenderName: string): Processing {
         data: ['OAuth access and refresh tokens, encrypted, never shown'],
         legal_basis: 'consent (GDPR article 6(1)(a))',
       },
+      {
+        purpose:
+          'Ongoing monitoring, when the lender asked for it and the creator agreed on the consent page: read the income again once a month for the months agreed, and give the lender each new Risk Tape; the creator can stop it at any time from the consent link',
+        data: ['monthly income per platform', 'each Risk Tape, the earlier ones kept as its history'],
+        legal_basis: 'consent (GDPR article 6(1)(a)) given on the consent page for that period',
+      },
     ],
     retention: [
       { data: 'verifications, tapes, income and events', period: 'until the lender or the creator asks for erasure (POST /api/v1/gdpr/erase)' },
       { data: 'consent link', period: '7 days, then the verification expires' },
-      { data: 'OAuth tokens', period: 'until erasure, when the grant is also revoked at the platform' },
+      {
+        data: 'OAuth tokens',
+        period: 'until erasure, or until ongoing monitoring ends, when the grant is also revoked at the platform',
+      },
+      { data: 'earlier Risk Tapes of ongoing monitoring', period: 'with the verification, until erasure' },
       { data: 'stored answers of idempotent creation requests', period: 'with the verification; the Idempotency-Key itself can be reused after 24 hours' },
     ],
   };

@@ -130,7 +130,12 @@ describe('typed TypeScript client: packed, installed into an empty project and r
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'lender-app', private: true, type: 'module' }));
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(dir, tarball)], { cwd: dir });
     testDb = await testDatabases()[0]!.create();
-    service = await startService(loadConfig({ DATABASE_URL: testDb.url, SERVICE_MODE: 'sandbox', VALIDATE_RESPONSES: '1' }), createLogger({ level: 'silent' }));
+    service = await startService(
+      loadConfig({ DATABASE_URL: testDb.url, SERVICE_MODE: 'sandbox', VALIDATE_RESPONSES: '1', SANDBOX_COMPLETE_DELAY_MS: '300' }),
+      createLogger({ level: 'silent' }),
+    );
+    // The refresh asked for below runs as a job, as under \`npm start\`.
+    service.jobs.start(100);
     server = createServer(service.app).listen(0, '127.0.0.1');
     await once(server, 'listening');
     base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
@@ -168,8 +173,20 @@ for await (const w of client.webhooks({ limit: 1 })) hooks.push(w.webhook_id);
 const { data: paused } = await client.api.PATCH('/api/v1/webhooks/{webhook_id}', { params: { path: { webhook_id: hooks[0] } }, body: { enabled: false } });
 const { data: again } = await client.api.GET('/api/v1/webhooks/{webhook_id}', { params: { path: { webhook_id: hooks[0] } } });
 const signed = await client.signedTape(created[0], { schemaVersion: '1.2.0' });
+const monitored = await client.createVerification({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'], monitoring: { months: 3 } });
+const refreshing = await client.refresh(monitored.verification_id);
+let refreshed;
+for (let i = 0; i < 100; i++) {
+  const { data } = await client.api.GET('/api/v1/verifications/{verification_id}', { params: { path: { verification_id: monitored.verification_id } } });
+  if (data.monitoring.refresh_requested_at === null) { refreshed = data; break; }
+  await new Promise((resolve) => setTimeout(resolve, 100));
+}
+const history = [];
+for await (const t of client.tapes(monitored.verification_id, { limit: 1 })) history.push(t);
+const earlier = await client.signedTape(monitored.verification_id, { tapeId: history[1].tape_id });
+const stopped = await client.stopMonitoring(monitored.verification_id);
 const { response: missing } = await client.api.GET('/api/v1/verifications/{verification_id}', { params: { path: { verification_id: 'vrf_unknown' } } });
-console.log(JSON.stringify({ created, status: one.status, listed, hooks: hooks.length, paused: [paused.enabled, again.enabled], tapeVersion: signed.tape.schema_version, kid: signed.kid, missing: missing.status }));
+console.log(JSON.stringify({ created, status: one.status, listed, hooks: hooks.length, paused: [paused.enabled, again.enabled], tapeVersion: signed.tape.schema_version, kid: signed.kid, missing: missing.status, monitoring: { asked: refreshing.monitoring.refresh_requested_at !== null, refreshed: refreshed?.monitoring.last_refresh_at !== null, history: history.map((t) => t.reason), earlier: earlier.tape.tape_generated_at === history[1].tape_generated_at, stopped: stopped.monitoring.end_reason } }));
 `,
     );
     const { stdout } = await run(process.execPath, ['app.mjs'], { cwd: dir, env: { ...process.env, BASE: base, KEY: DEMO_KEY } });
@@ -182,6 +199,7 @@ console.log(JSON.stringify({ created, status: one.status, listed, hooks: hooks.l
       tapeVersion: string;
       kid: string;
       missing: number;
+      monitoring: { asked: boolean; refreshed: boolean; history: string[]; earlier: boolean; stopped: string };
     };
     assert.equal(result.status, 'completed');
     assert.deepEqual(result.listed, [...result.created].reverse(), 'every verification once, newest first, one page at a time');
@@ -190,5 +208,10 @@ console.log(JSON.stringify({ created, status: one.status, listed, hooks: hooks.l
     assert.equal(result.tapeVersion, '1.2.0');
     assert.match(result.kid, /^[A-Za-z0-9_-]{43}$/);
     assert.equal(result.missing, 404);
+    assert.deepEqual(
+      result.monitoring,
+      { asked: true, refreshed: true, history: ['refresh', 'completion'], earlier: true, stopped: 'stopped_by_lender' },
+      'refresh, the tape history one page at a time, an earlier tape signed, and the stop, through the installed package',
+    );
   });
 });

@@ -5,6 +5,9 @@
 // repository's own tsconfig.json and eslint.config.js leave this file out.
 import {
   cancelVerification,
+  listVerificationTapes,
+  refreshVerification,
+  stopMonitoring,
   createOverlay,
   createVerification,
   createWebhook,
@@ -103,6 +106,18 @@ export async function callEveryOperation(inputs: Inputs): Promise<Outcome> {
   });
   const { data: benchmark } = await getBenchmark({ path: { verification_id: completed.verification_id }, throwOnError: true });
   if (benchmark.metrics.monthly_revenue_avg_eur === undefined) throw new Error('benchmark without metrics');
+  // Ongoing monitoring: a refresh asked for, the tape history, and the end.
+  const { data: monitored } = await createVerification({
+    headers: { 'Idempotency-Key': crypto.randomUUID() },
+    body: { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube'], monitoring: { months: 2 } },
+    throwOnError: true,
+  });
+  const { data: refreshing } = await refreshVerification({ path: { verification_id: monitored.verification_id }, throwOnError: true });
+  if (!refreshing.monitoring?.refresh_requested_at) throw new Error('the refresh is not shown waiting');
+  const { data: tapes } = await listVerificationTapes({ path: { verification_id: monitored.verification_id }, query: { limit: 10 }, throwOnError: true });
+  if (tapes.data[0]?.latest !== true) throw new Error(`the tape history starts with ${JSON.stringify(tapes.data[0])}`);
+  const { data: stopped } = await stopMonitoring({ path: { verification_id: monitored.verification_id }, throwOnError: true });
+  if (stopped.monitoring?.end_reason !== 'stopped_by_lender') throw new Error(`stopping left ${JSON.stringify(stopped.monitoring)}`);
   const { data: cancelled } = await cancelVerification({ path: { verification_id: waiting.verification_id }, throwOnError: true });
   if (cancelled.status !== 'cancelled') throw new Error(`cancel left ${cancelled.status}`);
 

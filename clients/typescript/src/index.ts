@@ -11,6 +11,7 @@ export { verifyTapeSignature, verifyWebhookSignature, type TapeKeys } from './si
 export type Verification = components['schemas']['Verification'];
 export type Webhook = components['schemas']['Webhook'];
 export type RiskTape = components['schemas']['RiskTape'];
+export type TapeSummary = components['schemas']['TapeSummary'];
 
 export interface ClientOptions extends RetryOptions {
   /** The deployment, e.g. https://sandbox.creator-income.example (no /api/v1). */
@@ -32,10 +33,16 @@ export interface CivClient {
   verifications(query?: Omit<NonNullable<paths['/api/v1/verifications']['get']['parameters']['query']>, 'starting_after'>): AsyncIterable<Verification>;
   /** Every webhook endpoint, oldest first, page by page. */
   webhooks(query?: { limit?: number }): AsyncIterable<Webhook>;
+  /** Every tape of a verification (ongoing monitoring's history), newest first, page by page. */
+  tapes(verificationId: string, query?: { limit?: number }): AsyncIterable<TapeSummary>;
+  /** POST .../refresh: a monitored verification's income read again now (202; the tape follows with `tape.updated`). */
+  refresh(verificationId: string): Promise<Verification>;
+  /** POST .../monitoring/stop: ends the verification's ongoing monitoring (safe to repeat). */
+  stopMonitoring(verificationId: string): Promise<Verification>;
   /** The tape with its signature checked over the bytes received (keys default to the deployment's JWK Set). */
   signedTape(
     verificationId: string,
-    options?: { schemaVersion?: components['schemas']['TapeSchemaVersion']; keys?: TapeKeys },
+    options?: { schemaVersion?: components['schemas']['TapeSchemaVersion']; tapeId?: string; keys?: TapeKeys },
   ): Promise<{ tape: RiskTape; bytes: Uint8Array; signature: string; kid: string }>;
 }
 
@@ -108,9 +115,41 @@ export function createClient(options: ClientOptions): CivClient {
         (w) => w.webhook_id,
       );
     },
+    tapes(verificationId, query = {}) {
+      return pages(
+        async (after) => {
+          const { data, error, response } = await api.GET('/api/v1/verifications/{verification_id}/tapes', {
+            params: { path: { verification_id: verificationId }, query: { ...query, ...(after ? { starting_after: after } : {}) } },
+          });
+          if (!data) throw new CivApiError(response.status, error);
+          return data;
+        },
+        (t) => t.tape_id,
+      );
+    },
+    async refresh(verificationId) {
+      const { data, error, response } = await api.POST('/api/v1/verifications/{verification_id}/refresh', {
+        params: { path: { verification_id: verificationId } },
+      });
+      if (!data) throw new CivApiError(response.status, error);
+      return data;
+    },
+    async stopMonitoring(verificationId) {
+      const { data, error, response } = await api.POST('/api/v1/verifications/{verification_id}/monitoring/stop', {
+        params: { path: { verification_id: verificationId } },
+      });
+      if (!data) throw new CivApiError(response.status, error);
+      return data;
+    },
     async signedTape(verificationId, tapeOptions = {}) {
       const { data, error, response } = await api.GET('/api/v1/verifications/{verification_id}/tape', {
-        params: { path: { verification_id: verificationId }, query: tapeOptions.schemaVersion ? { schema_version: tapeOptions.schemaVersion } : {} },
+        params: {
+          path: { verification_id: verificationId },
+          query: {
+            ...(tapeOptions.schemaVersion ? { schema_version: tapeOptions.schemaVersion } : {}),
+            ...(tapeOptions.tapeId ? { tape_id: tapeOptions.tapeId } : {}),
+          },
+        },
         parseAs: 'arrayBuffer',
       });
       if (!data) throw new CivApiError(response.status, error);

@@ -122,6 +122,9 @@ for (const factory of testDatabases()) {
       // Nothing after the end.
       await runUntil('2026-06-30T10:00:00.000Z');
       assert.equal((await tapesOf(id)).length, 4);
+      // Peer benchmarks count the latest tape only: one member row, re-scored at each refresh.
+      const members = await service.db.knex('benchmark_members').where({ verification_id: id }).count<{ n: number | string }[]>({ n: '*' });
+      assert.equal(Number(members[0]!.n), 1);
     });
 
     it('a failing refresh is retried after 1, 6 and 24 hours, then counted, announced once, and the month after is tried', async () => {

@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import { AccountsRepository } from '../src/accounts/accounts-repository.ts';
+import * as admin from '../src/accounts/lender-admin.ts';
+import { adminContext } from '../src/admin/admin-context.ts';
+import { loadConfig } from '../src/platform/config.ts';
+import { createLogger } from '../src/platform/logger.ts';
+import { startService, type Service } from '../src/service.ts';
+import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
+import { providerEnv } from './simulators/provider-env.ts';
+import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
+import { bindingCookieOf, pressOnProviderPage } from './support/provider-page.ts';
+import { testDatabases, type TestDatabase } from './support/test-databases.ts';
+
+const PUBLIC_BASE_URL = 'https://verify.lender.example';
+
+/** Months before `now`, oldest first, as YYYY-MM. */
+const lastMonths = (count: number, now = new Date()) =>
+  Array.from({ length: count }, (_, i) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - count + i, 1)).toISOString().slice(0, 7));
+
+/**
+ * Ongoing monitoring in production (P33), against the providers' real protocols: the grant asked
+ * for, a refresh reading the providers again with it, a refused grant ending monitoring, and the
+ * grants revoked at the providers when monitoring ends.
+ */
+for (const factory of testDatabases()) {
+  describe(`ongoing monitoring against the provider simulators on ${factory.name}`, function () {
+    this.timeout(60_000);
+    let testDb: TestDatabase;
+    let google: GoogleSimulator;
+    let stripe: StripeSimulator;
+    let service: Service;
+    let key: string;
+    const months = lastMonths(24);
+
+    before(async () => {
+      testDb = await factory.create();
+      google = await startGoogleSimulator();
+      stripe = await startStripeSimulator();
+      const config = loadConfig({
+        DATABASE_URL: testDb.url,
+        SERVICE_MODE: 'production',
+        ENCRYPTION_KEY: 'e'.repeat(64),
+        PUBLIC_BASE_URL,
+        VALIDATE_RESPONSES: '1',
+        ...providerEnv(google, stripe),
+      });
+      service = await startService(config, createLogger({ level: 'silent' }));
+      const ctx = adminContext(config, new AccountsRepository(service.db.knex));
+      const lender = await admin.createLender(ctx, { name: 'Northwind Capital' });
+      await admin.updateLender(ctx, { id: lender.id, rateLimit: 100000, burst: 10000 });
+      key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+    });
+    after(async () => {
+      await service.close();
+      await google.close();
+      await stripe.close();
+      await testDb.drop();
+    });
+
+    const api = (method: 'get' | 'post', path: string) => request(service.app)[method](`/api/v1${path}`).auth(key, { type: 'bearer' });
+    const create = async (platforms: string[], monitoring?: { months: number }) => {
+      const response = await api('post', '/verifications')
+        .set('Idempotency-Key', randomUUID())
+        .send({ obligor_reference: `obligor-${randomUUID()}`, creator_platforms: platforms, ...(monitoring ? { monitoring } : {}) });
+      assert.equal(response.status, 201, response.text);
+      return { id: response.body.verification_id as string, path: new URL(response.body.consent_url).pathname };
+    };
+    const connect = async (path: string, platform: 'youtube' | 'stripe', button: string, account: string) => {
+      const start = await request(service.app).post(`${path}/connect/${platform}`);
+      assert.equal(start.status, 303, start.text);
+      const callback = await pressOnProviderPage(start.headers.location!, button, account);
+      const back = await request(service.app).get(`${callback.pathname}${callback.search}`).set('Cookie', bindingCookieOf(start.headers['set-cookie']));
+      assert.equal(back.status, 303, back.text);
+      return new URL(start.headers.location!);
+    };
+    /** A creator with income on both platforms, connected and consented; the verification completed. */
+    const monitoredCreator = async () => {
+      const email = `creator-${randomUUID()}@example.org`;
+      const revenue: Record<string, number> = Object.fromEntries(months.map((m) => [m, 1000]));
+      const channelId = `UC${randomUUID().slice(0, 8)}`;
+      google.addAccount({ email, channelId, currency: 'EUR', monthlyRevenue: revenue });
+      const accountId = `acct_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+      stripe.addAccount({
+        accountId,
+        email: `billing-${randomUUID()}@example.org`,
+        transactions: months.map((m) => ({ amount: 50000, currency: 'eur', created: Date.parse(`${m}-15T12:00:00Z`) / 1000, type: 'charge' as const })),
+      });
+      const { id, path } = await create(['youtube', 'stripe'], { months: 6 });
+      const authorization = await connect(path, 'youtube', 'Allow', email);
+      await connect(path, 'stripe', 'Connect', accountId);
+      assert.equal((await request(service.app).post(`${path}/complete`)).status, 303);
+      await service.jobs.runDue();
+      const completed = (await api('get', `/verifications/${id}`)).body;
+      assert.equal(completed.status, 'completed', JSON.stringify(completed));
+      assert.equal(completed.monitoring.state, 'active');
+      return { id, email, channelId, accountId, revenue, authorization };
+    };
+    const refreshNow = async (id: string) => {
+      assert.equal((await api('post', `/verifications/${id}/refresh`)).status, 202);
+      await service.jobs.runDue();
+      return (await api('get', `/verifications/${id}`)).body;
+    };
+
+    it('a refresh reads the providers again with the grant and scores what they report now', async () => {
+      const creator = await monitoredCreator();
+      const before = (await api('get', `/verifications/${creator.id}/tape`)).body;
+      const reads = google.calls.filter((c) => c.path === '/v2/reports').length;
+      // The creator's YouTube income doubles over the last three months.
+      for (const month of months.slice(-3)) creator.revenue[month] = 2000;
+      // The simulator keeps a copy of an account: the same account again replaces it.
+      google.addAccount({ email: creator.email, channelId: creator.channelId, currency: 'EUR', monthlyRevenue: creator.revenue });
+      const refreshed = await refreshNow(creator.id);
+      assert.equal(refreshed.monitoring.refresh_requested_at, null);
+      assert.ok(refreshed.monitoring.last_refresh_at);
+      assert.ok(google.calls.filter((c) => c.path === '/v2/reports').length > reads, 'YouTube was read again');
+      const after = (await api('get', `/verifications/${creator.id}/tape`)).body;
+      const youtube = (tape: { cashflow_summary: { per_platform: Array<{ platform: string; revenue_3m_total_eur: number }> } }) =>
+        tape.cashflow_summary.per_platform.find((p) => p.platform === 'youtube')!.revenue_3m_total_eur;
+      assert.equal(youtube(before), 3000);
+      assert.equal(youtube(after), 6000);
+      const history = (await api('get', `/verifications/${creator.id}/tapes`)).body.data;
+      assert.deepEqual(
+        history.map((t: { reason: string }) => t.reason),
+        ['refresh', 'completion'],
+      );
+    });
+
+    it('a grant the creator revoked at the provider ends monitoring with grant_revoked; the tape stays', async () => {
+      const creator = await monitoredCreator();
+      google.inject('revoked', { email: creator.email });
+      const ended = await refreshNow(creator.id);
+      assert.equal(ended.monitoring.state, 'ended');
+      assert.equal(ended.monitoring.end_reason, 'grant_revoked');
+      assert.equal(ended.status, 'completed');
+      assert.equal(ended.platform_connections.find((c: { platform: string }) => c.platform === 'youtube').status, 'revoked');
+      assert.equal((await api('get', `/verifications/${creator.id}/tapes`)).body.data.length, 1);
+    });
+
+    it('stopping monitoring revokes the grants at both providers and forgets their tokens', async () => {
+      const creator = await monitoredCreator();
+      const stopped = await api('post', `/verifications/${creator.id}/monitoring/stop`);
+      assert.equal(stopped.status, 200, stopped.text);
+      assert.equal(stopped.body.monitoring.end_reason, 'stopped_by_lender');
+      await service.jobs.runDue();
+      assert.ok(
+        google.revocations.some((r) => r.email === creator.email),
+        'the Google grant was revoked',
+      );
+      assert.ok(
+        stripe.calls.some((c) => c.path.includes('deauthorize') && JSON.stringify(c.body ?? {}).includes(creator.accountId)),
+        'the Stripe account was deauthorized',
+      );
+      const rows = await service.db.knex('platform_connections').where({ verification_id: creator.id });
+      assert.equal(rows.length, 2);
+      for (const row of rows) {
+        assert.equal(row.access_token_ciphertext, null, `${row.platform}'s token kept after monitoring ended`);
+        assert.equal(row.refresh_token_ciphertext, null);
+        assert.equal(row.status, 'revoked');
+      }
+      // Its tapes stay for the lender.
+      assert.equal((await api('get', `/verifications/${creator.id}/tape`)).status, 200);
+    });
+  });
+}

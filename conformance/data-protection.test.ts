@@ -296,10 +296,14 @@ forEachTarget((target: Target) => {
       assert.equal(report.verifications.length, 1);
       const record = report.verifications[0]!;
       assert.deepEqual(record.verification, shown, 'the verification as GET /verifications/{id} shows it');
+      // Its tapes: the one made at completion and the one the overlay scored again (P33's history).
+      const history = await target.api.get(`/api/v1/verifications/${id}/tapes`, { key: 'lender' });
+      assert.equal(history.status, 200, history.text);
+      assert.equal((history.json as { data: unknown[] }).data.length, 2);
       assert.deepEqual(
         record.tapes.map((t) => t.verification_id),
-        [id],
-        'its tape',
+        [id, id],
+        'its tapes, the earlier one too',
       );
       assert.deepEqual(
         record.overlays.map((o) => [o.overlay_id, o.verification_id]),
@@ -331,7 +335,7 @@ forEachTarget((target: Target) => {
       assert.ok((counts.idempotency_records ?? 0) >= 1, "the creation's stored answer is counted");
 
       // Every handle the creator's data had: nothing of it answers.
-      for (const path of [`/api/v1/verifications/${id}`, `/api/v1/verifications/${id}/tape`, `/api/v1/benchmarks/${id}`]) {
+      for (const path of [`/api/v1/verifications/${id}`, `/api/v1/verifications/${id}/tape`, `/api/v1/verifications/${id}/tapes`, `/api/v1/benchmarks/${id}`]) {
         assertError(await target.api.get(path, { key: 'lender' }), 404, 'not_found');
       }
       assertError(await target.api.post(`/api/v1/verifications/${id}/cancel`, { key: 'lender' }), 404, 'not_found');

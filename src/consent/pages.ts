@@ -46,6 +46,7 @@ function wordsFor(ctx: PageContext) {
 }
 
 export const consentPath = (token: string) => `/consent/${token}`;
+export const stopPath = (token: string) => `/consent/${token}/stop`;
 const privacyPath = (ctx: PageContext) => (ctx.token ? `/consent/${ctx.token}/privacy` : '/consent/privacy');
 
 function languageLinks(ctx: PageContext, m: Messages): string {
@@ -88,6 +89,25 @@ ${languageLinks(ctx, m)}
 
 const paragraph = (text: string, className?: string) => `<p${className ? ` class="${className}"` : ''}>${escape(text)}</p>`;
 const backLink = (ctx: PageContext, m: Messages) => (ctx.token ? `<p><a href="${consentPath(ctx.token)}">${escape(m.backToConsent)}</a></p>` : '');
+
+type Monitoring = NonNullable<VerificationRecord['monitoring']>;
+
+/**
+ * What ongoing monitoring means, on the consent page of a verification that has it (empty for a
+ * one-time one, whose page stays as it was): who receives the updates, how often, until when, and
+ * that this link stops them. Before the first tape its end is not known yet, only its length.
+ */
+function ongoingAccess(ctx: PageContext, monitoring: Monitoring | null): string {
+  if (!monitoring) return '';
+  const { m, lender, date } = wordsFor(ctx);
+  const when = monitoring.endsAt ? m.monitoringUntil({ lender, date: date(monitoring.endsAt) }) : m.monitoringPlanned({ lender, months: monitoring.months });
+  return `<section aria-labelledby="ongoing">
+<h2 id="ongoing">${escape(m.monitoringTitle)}</h2>
+${paragraph(when)}
+${paragraph(m.monitoringStopAnyTime({ lender }))}
+</section>
+`;
+}
 
 export function consentPage(
   ctx: PageContext & { token: string },
@@ -137,7 +157,7 @@ export function consentPage(
     `<h1>${escape(m.consentTitle({ lender }))}</h1>
 ${notice ? `<p class="notice" role="status">${escape(notice)}</p>` : ''}
 ${paragraph(m.consentIntro({ lender }))}
-${nothingToConnect ? `<p class="unavailable" id="nothing-to-connect" role="note" dir="auto">${escape(m.noPlatformAvailable({ lender }))}</p>` : ''}
+${ongoingAccess(ctx, verification.monitoring)}${nothingToConnect ? `<p class="unavailable" id="nothing-to-connect" role="note" dir="auto">${escape(m.noPlatformAvailable({ lender }))}</p>` : ''}
 <section aria-labelledby="reads">
 <h2 id="reads">${escape(m.whatIsRead)}</h2>
 <ul class="platforms">
@@ -159,7 +179,7 @@ ${
     : `<section aria-labelledby="finish">
 <h2 id="finish">${escape(m.finishTitle)}</h2>
 ${paragraph(m.finishText({ lender }))}
-<form method="post" action="/consent/${token}/complete">
+${verification.monitoring ? `${paragraph(m.monitoringConsentCovers)}\n` : ''}<form method="post" action="/consent/${token}/complete">
 <button type="submit"${anyConnected ? '' : ' disabled aria-disabled="true"'}>${escape(m.finishButton)}</button>
 </form>
 ${anyConnected ? '' : paragraph(m.finishHint, 'hint')}
@@ -187,6 +207,23 @@ ${paragraph(m.declineConfirmFinal({ lender }))}
 <button type="submit" class="danger">${escape(m.declineConfirmButton)}</button>
 </form>
 <p><a href="${consentPath(ctx.token)}">${escape(m.declineConfirmBack)}</a></p>`,
+  );
+}
+
+/** Stopping cannot be undone, so the link's page leads here and only this form stops (with its browser's token). */
+export function stopConfirmPage(ctx: PageContext & { token: string }, formToken: string): string {
+  const { m, lender } = wordsFor(ctx);
+  return layout(
+    ctx,
+    m.stopConfirmTitle({ lender }),
+    `<h1>${escape(m.stopConfirmTitle({ lender }))}</h1>
+${paragraph(m.stopConfirmText({ lender }))}
+${paragraph(m.stopConfirmKept({ lender }))}
+<form method="post" action="${stopPath(ctx.token)}">
+<input type="hidden" name="_csrf" value="${escape(formToken)}">
+<button type="submit" class="danger">${escape(m.stopConfirmButton)}</button>
+</form>
+<p><a href="${consentPath(ctx.token)}">${escape(m.stopConfirmBack)}</a></p>`,
   );
 }
 
@@ -230,31 +267,77 @@ ${backLink(ctx, m)}`,
   );
 }
 
+/**
+ * A completed verification's running monitoring: what goes to whom until when, and the way to stop
+ * it. A GET form, so the button only leads to the confirmation page; nothing is stopped from here.
+ */
+function stillShared(ctx: PageContext, monitoring: Monitoring): string {
+  const { m, lender, date } = wordsFor(ctx);
+  const until = monitoring.endsAt ? m.sharingActive({ lender, date: date(monitoring.endsAt) }) : m.monitoringPlanned({ lender, months: monitoring.months });
+  return `<section aria-labelledby="shared">
+<h2 id="shared">${escape(m.sharingTitle)}</h2>
+${paragraph(until)}
+${paragraph(m.monitoringStopAnyTime({ lender }))}
+${ctx.token ? `<form method="get" action="${stopPath(ctx.token)}">\n<button type="submit">${escape(m.stopButton)}</button>\n</form>\n` : ''}</section>
+`;
+}
+
+/** Why the monthly updates ended, in plain words; a reason added later still gets a sentence. */
+function sharingEndedWhy(ctx: PageContext, monitoring: Monitoring): string {
+  const { m, lender, date } = wordsFor(ctx);
+  const reason: string | null = monitoring.endReason;
+  switch (reason) {
+    case 'window_over':
+      return monitoring.endsAt ? m.endedWindowOver({ date: date(monitoring.endsAt) }) : m.endedOther;
+    case 'stopped_by_creator':
+      return m.endedByYou({ lender });
+    case 'stopped_by_lender':
+    case 'cancelled_by_lender':
+      return m.endedByLender({ lender });
+    case 'grant_revoked':
+      return m.endedAccessWithdrawn;
+    default:
+      return m.endedOther;
+  }
+}
+
 /** What a consent link shows once nothing more is asked of the creator: one page per state, failures by reason. */
 export function outcomePage(
   ctx: PageContext,
-  verification: Pick<VerificationRecord, 'id' | 'status' | 'failureReason' | 'updatedAt' | 'completedAt' | 'returnUrl'>,
+  verification: Pick<VerificationRecord, 'id' | 'status' | 'failureReason' | 'updatedAt' | 'completedAt' | 'returnUrl' | 'monitoring'>,
 ): string {
   const { m, lender, date } = wordsFor(ctx);
+  const monitoring = verification.monitoring;
   const when = paragraph(m.outcomeWhen({ date: date(verification.updatedAt) }), 'when');
   // The way back to the lender's app, with the verification and the outcome this page shows.
   const back = verification.returnUrl
     ? `<p class="return"><a href="${escape(returnLink(verification.returnUrl, verification.id, verification.status))}">${escape(m.returnToLender({ lender }))}</a></p>\n`
     : '';
   const close = back + paragraph(m.closePage);
-  const page = (title: string, ...paragraphs: string[]) =>
+  const page = (title: string, ...paragraphs: string[]) => pageWith(title, paragraphs, '');
+  const pageWith = (title: string, paragraphs: string[], more: string) =>
     layout(
       ctx,
       title,
       // A completed page names its moment in its own sentence.
-      `<h1>${escape(title)}</h1>\n${paragraphs.map((text) => paragraph(text)).join('\n')}\n${verification.status === 'completed' ? '' : when}\n${close}`,
+      `<h1>${escape(title)}</h1>\n${paragraphs.map((text) => paragraph(text)).join('\n')}\n${more}${verification.status === 'completed' ? '' : when}\n${close}`,
     );
   // `status` is typed by today's states; a state added later (for example `cancelled`) still gets a page.
   const status: string = verification.status;
   switch (status) {
-    case 'completed':
-      return page(m.completedTitle({ lender }), m.completedText({ lender, date: date(verification.completedAt ?? verification.updatedAt) }));
+    case 'completed': {
+      const completed = m.completedText({ lender, date: date(verification.completedAt ?? verification.updatedAt) });
+      if (monitoring?.state === 'active') return pageWith(m.completedTitle({ lender }), [completed], stillShared(ctx, monitoring));
+      if (monitoring?.state === 'ended') {
+        const title = monitoring.endReason === 'stopped_by_creator' ? m.stoppedTitle({ lender }) : m.sharingEndedTitle({ lender });
+        return page(title, sharingEndedWhy(ctx, monitoring), m.endedKept({ lender }));
+      }
+      return page(m.completedTitle({ lender }), completed);
+    }
     case 'processing':
+      if (monitoring && monitoring.state !== 'ended') {
+        return page(m.processingTitle, m.processingText({ lender }), m.monitoringAfterProcessing({ lender, months: monitoring.months }));
+      }
       return page(m.processingTitle, m.processingText({ lender }));
     case 'expired':
       return page(m.expiredTitle, m.expiredText({ lender }));

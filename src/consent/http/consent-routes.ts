@@ -28,9 +28,12 @@ import {
   privacyPage,
   providerDeniedPage,
   sandboxProviderPage,
+  stopConfirmPage,
+  stopPath,
   wordsOf,
   type PageContext,
 } from '../pages.ts';
+import { canStopSharing, isStopFormValid, newBrowserSecret, stopFormToken, stopSharing } from '../stop-sharing.ts';
 
 /**
  * Strict headers for pages a creator opens from a link, and no Referer, since the URL itself
@@ -54,6 +57,15 @@ const LANGUAGE_COOKIE_MAX_AGE_MS = 365 * 24 * 60 * 60 * 1000;
  */
 const bindingCookie = (state: string, secure: boolean) => `${secure ? '__Host-' : ''}consent_oauth_${sha256Hex(state).slice(0, 16)}`;
 
+/**
+ * The secret the stop form's token is made from (stop-sharing.ts), one per browser for all its
+ * links. `Strict`: only this site's own pages ever post the form. An hour is long enough to read the
+ * confirmation page; it is set only when that page is shown, so a one-time verification's creator
+ * never gets it. `__Host-` on HTTPS, as the OAuth binding cookie, so no other host can plant one.
+ */
+const stopCookie = (secure: boolean) => `${secure ? '__Host-' : ''}consent_stop`;
+const STOP_COOKIE_MAX_AGE_MS = 60 * 60 * 1000;
+
 /** The consent pages at `{PUBLIC_BASE_URL}/consent/{token}` (issue: creator consent). */
 export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBaseUrl: string }): Router {
   const router = express.Router({ strict: true, caseSensitive: true });
@@ -72,6 +84,8 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
   const cookiesOf = (req: Request) => parseCookies(req.headers.cookie ?? '');
   const secureCookies = deps.publicBaseUrl.startsWith('https:');
   const bindingOptions: CookieOptions = { path: secureCookies ? '/' : '/consent/oauth', httpOnly: true, sameSite: 'lax', secure: secureCookies };
+  const stopCookieName = stopCookie(secureCookies);
+  const stopCookieOptions: CookieOptions = { path: secureCookies ? '/' : '/consent', httpOnly: true, sameSite: 'strict', secure: secureCookies };
 
   /**
    * `?lang=` from the language links (then remembered), else the remembered choice, else the best
@@ -174,6 +188,33 @@ export function consentRoutes(deps: ConsentDeps & { mode: ServiceMode; publicBas
   router.post('/:token/decline', async (req, res) => {
     await declineConsent(deps, tokenOf(req));
     return res.redirect(303, consentPath(tokenOf(req)));
+  });
+
+  // Ongoing monitoring (P33): the completed link's page offers to stop; this page confirms.
+  router.get('/:token/stop', async (req, res) => {
+    const token = tokenOf(req);
+    const session = await openConsentSession(deps, token);
+    if (session.kind === 'unknown') return closed(req, res, session);
+    // Nothing (or nothing any more) to stop: the link's page says what is shared, or why it ended.
+    if (session.kind !== 'finished' || !canStopSharing(session.verification)) return res.redirect(303, consentPath(token));
+    const secret = cookiesOf(req)[stopCookieName] || newBrowserSecret();
+    res.cookie(stopCookieName, secret, { ...stopCookieOptions, maxAge: STOP_COOKIE_MAX_AGE_MS });
+    return html(res, 200, stopConfirmPage(linkContext(req, res, session, stopPath(token)), stopFormToken(secret, token)));
+  });
+
+  router.post('/:token/stop', async (req, res) => {
+    const token = tokenOf(req);
+    const session = await openConsentSession(deps, token);
+    if (session.kind === 'unknown') return closed(req, res, session);
+    const submitted = (req.body as { _csrf?: unknown } | undefined)?._csrf;
+    if (!isStopFormValid(cookiesOf(req)[stopCookieName], token, submitted)) {
+      const ctx = linkContext(req, res, session);
+      const { m } = wordsOf(ctx);
+      return html(res, 403, messagePage(ctx, m.crossSiteTitle, m.stopRefusedText, { back: true }));
+    }
+    // A second post (a double click, the back button) finds nothing to stop and shows the same page.
+    if (session.kind === 'finished') await stopSharing(deps, session.verification);
+    return res.redirect(303, consentPath(token));
   });
 
   // Where the creator lands after refusing (or failing) on the provider's page.

@@ -1,5 +1,8 @@
 import type { Messages } from './messages.ts';
 
+/** After «لمدة»: Arabic has a dual (شهرين), a plural for 3 to 10 (أشهر) and the singular accusative from 11 (شهرًا). */
+const monthsText = (months: number) => (months === 1 ? 'شهر واحد' : months === 2 ? 'شهرين' : months >= 3 && months <= 10 ? `${months} أشهر` : `${months} شهرًا`);
+
 export const ar: Messages = {
   languageName: 'العربية',
   languageNav: 'اللغة',
@@ -49,6 +52,37 @@ export const ar: Messages = {
   declineConfirmFinal: ({ lender }) => `بعد ذلك يتوقف هذا الرابط عن العمل. وإذا غيّرت رأيك لاحقًا، فاطلب رابطًا جديدًا من ${lender}.`,
   declineConfirmButton: 'نعم، لا أريد المشاركة',
   declineConfirmBack: 'لا، العودة إلى صفحة الموافقة',
+
+  monitoringTitle: 'وصول مستمر',
+  monitoringPlanned: ({ lender, months }) =>
+    `تطلب ${lender} أيضًا وصولًا مستمرًا: تُعاد قراءة دخلك مرة واحدة كل شهر لمدة ${monthsText(months)} بعد ملخّصك الأول، ويُرسَل كل ملخّص محدَّث إلى ${lender}.`,
+  monitoringUntil: ({ lender, date }) => `تطلب ${lender} أيضًا وصولًا مستمرًا: تُعاد قراءة دخلك مرة واحدة كل شهر حتى ${date}، ويُرسَل كل ملخّص محدَّث إلى ${lender}.`,
+  monitoringStopAnyTime: ({ lender }) =>
+    `يمكنك إيقاف ذلك في أي وقت من هذا الرابط نفسه. عندها لن تتلقى ${lender} أي تحديثات أخرى، وتبقى الملخّصات المُرسَلة سابقًا لدى ${lender}.`,
+  monitoringConsentCovers: 'تشمل موافقتك أيضًا التحديثات الشهرية الموضّحة أعلاه.',
+  monitoringAfterProcessing: ({ lender, months }) =>
+    `بعد هذا الملخّص الأول، تُعاد قراءة دخلك مرة واحدة كل شهر لمدة ${monthsText(months)}، ويُرسَل كل ملخّص محدَّث إلى ${lender}. وبمجرد إرسال الملخّص الأول، يمكنك إيقاف ذلك في أي وقت من هذا الرابط نفسه.`,
+
+  sharingTitle: 'ما تتم مشاركته حاليًا',
+  sharingActive: ({ lender, date }) => `حتى ${date}، تُعاد قراءة دخلك مرة واحدة كل شهر من المنصات التي ربطتها، وتتلقى ${lender} ملخّصًا محدَّثًا.`,
+  stopButton: 'إيقاف المشاركة',
+  stopConfirmTitle: ({ lender }) => `هل تريد إيقاف مشاركة دخلك مع ${lender}؟`,
+  stopConfirmText: ({ lender }) =>
+    `إذا أوقفت المشاركة، فلن تتلقى ${lender} أي تحديثات أخرى: لن يُقرأ دخلك مجددًا، وسيُتخلّى عن صلاحية القراءة فقط الممنوحة على منصاتك.`,
+  stopConfirmKept: ({ lender }) =>
+    `تبقى الملخّصات المُرسَلة سابقًا لدى ${lender}. لا يمكن التراجع عن ذلك؛ وإذا أردت المشاركة مجددًا لاحقًا، فاطلب رابطًا جديدًا من ${lender}.`,
+  stopConfirmButton: 'نعم، أوقف المشاركة',
+  stopConfirmBack: 'لا، أريد مواصلة المشاركة',
+  stopRefusedText:
+    'حفاظًا على أمانك، لم تُوقَف المشاركة: لم يُفتح هذا النموذج في هذا المتصفح، أو أنه قديم جدًا. افتح رابطك مرة أخرى واضغط على «إيقاف المشاركة» من جديد.',
+  stoppedTitle: ({ lender }) => `لقد أوقفت مشاركة دخلك مع ${lender}`,
+  sharingEndedTitle: ({ lender }) => `لم يعد دخلك يُشارَك مع ${lender}`,
+  endedWindowOver: ({ date }) => `انتهت المدة التي وافقت عليها في ${date}.`,
+  endedByYou: ({ lender }) => `توقّفت المشاركة: لم تعد ${lender} تتلقى تحديثات عن دخلك.`,
+  endedByLender: ({ lender }) => `أوقفت ${lender} التحديثات الشهرية.`,
+  endedAccessWithdrawn: 'أُلغيت صلاحية القراءة على إحدى المنصات التي ربطتها، لذا لم يعد من الممكن قراءة دخلك.',
+  endedOther: 'انتهت التحديثات الشهرية.',
+  endedKept: ({ lender }) => `تبقى الملخّصات المُرسَلة حتى ذلك الحين لدى ${lender}. ولا يُقرأ أي شيء آخر من حساباتك.`,
 
   sandboxTitle: ({ platform }) => `${platform} (بيئة تجريبية): هل تسمح بصلاحية القراءة فقط؟`,
   sandboxHeading: ({ platform }) => `تسجيل الدخول إلى ${platform} (محاكاة في بيئة تجريبية)`,

@@ -3,7 +3,8 @@ import { CATALOGUES, directionOf, formatDateTime, LOCALES } from './catalogue.ts
 import type { Messages } from './messages.ts';
 
 const keysOf = (messages: Messages) => Object.keys(messages).sort();
-const PARAMETERS = { lender: 'Lender-Name-7', platform: 'Platform-Name-8', date: 'Date-Text-9', account: 'Account-Name-10' };
+// Eleven months: a number no other parameter contains, and Arabic's plural for 11 to 99.
+const PARAMETERS = { lender: 'Lender-Name-7', platform: 'Platform-Name-8', date: 'Date-Text-9', account: 'Account-Name-10', months: 11 };
 
 describe('consent page catalogues', () => {
   it('every language has exactly the keys of English, no more, no fewer', () => {
@@ -31,7 +32,9 @@ describe('consent page catalogues', () => {
         const text = typeof value === 'function' ? (value as (p: typeof PARAMETERS) => string)(PARAMETERS) : (value as string);
         assert.ok(text.trim().length > 0, `${locale}.${key} is empty`);
         if (typeof english === 'function') {
-          const used = Object.values(PARAMETERS).filter((parameter) => (english as (p: typeof PARAMETERS) => string)(PARAMETERS).includes(parameter));
+          const used = Object.values(PARAMETERS)
+            .map(String)
+            .filter((parameter) => (english as (p: typeof PARAMETERS) => string)(PARAMETERS).includes(parameter));
           for (const parameter of used) assert.ok(text.includes(parameter), `${locale}.${key} leaves out ${parameter}`);
         }
       }

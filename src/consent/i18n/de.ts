@@ -1,5 +1,8 @@
 import type { Messages } from './messages.ts';
 
+/** „einen Monat lang“ reads as German, „1 Monat lang“ as a form. */
+const monthsText = (months: number) => (months === 1 ? 'einen Monat' : `${months} Monate`);
+
 export const de: Messages = {
   languageName: 'Deutsch',
   languageNav: 'Sprache',
@@ -51,6 +54,39 @@ export const de: Messages = {
     `Dieser Link funktioniert danach nicht mehr. Wenn Sie es sich später anders überlegen, bitten Sie ${lender} um einen neuen Link.`,
   declineConfirmButton: 'Ja, ich möchte nichts teilen',
   declineConfirmBack: 'Nein, zurück zur Einwilligungsseite',
+
+  monitoringTitle: 'Fortlaufender Zugriff',
+  monitoringPlanned: ({ lender, months }) =>
+    `${lender} bittet außerdem um fortlaufenden Zugriff: Ihre Einnahmen werden nach Ihrer ersten Zusammenfassung ${monthsText(months)} lang einmal im Monat erneut gelesen, und jede aktualisierte Zusammenfassung geht an ${lender}.`,
+  monitoringUntil: ({ lender, date }) =>
+    `${lender} bittet außerdem um fortlaufenden Zugriff: Ihre Einnahmen werden bis zum ${date} einmal im Monat erneut gelesen, und jede aktualisierte Zusammenfassung geht an ${lender}.`,
+  monitoringStopAnyTime: ({ lender }) =>
+    `Sie können das jederzeit über diesen Link beenden. ${lender} erhält dann keine Aktualisierungen mehr; die bereits gesendeten Zusammenfassungen bleiben bei ${lender}.`,
+  monitoringConsentCovers: 'Ihre Einwilligung umfasst auch die oben beschriebenen monatlichen Aktualisierungen.',
+  monitoringAfterProcessing: ({ lender, months }) =>
+    `Nach dieser ersten Zusammenfassung werden Ihre Einnahmen ${monthsText(months)} lang einmal im Monat erneut gelesen, und jede aktualisierte Zusammenfassung geht an ${lender}. Sobald die erste Zusammenfassung gesendet ist, können Sie das jederzeit über diesen Link beenden.`,
+
+  sharingTitle: 'Was weiterhin geteilt wird',
+  sharingActive: ({ lender, date }) =>
+    `Bis zum ${date} werden Ihre Einnahmen einmal im Monat erneut von den verbundenen Plattformen gelesen, und ${lender} erhält jeweils eine aktualisierte Zusammenfassung.`,
+  stopButton: 'Teilen beenden',
+  stopConfirmTitle: ({ lender }) => `Das Teilen Ihrer Einnahmen mit ${lender} beenden?`,
+  stopConfirmText: ({ lender }) =>
+    `Wenn Sie das Teilen beenden, erhält ${lender} keine Aktualisierungen mehr: Ihre Einnahmen werden nicht mehr gelesen, und der Lesezugriff auf Ihre Plattformen wird aufgegeben.`,
+  stopConfirmKept: ({ lender }) =>
+    `Die bereits gesendeten Zusammenfassungen bleiben bei ${lender}. Das lässt sich nicht rückgängig machen; wenn Sie später wieder teilen möchten, bitten Sie ${lender} um einen neuen Link.`,
+  stopConfirmButton: 'Ja, Teilen beenden',
+  stopConfirmBack: 'Nein, weiter teilen',
+  stopRefusedText:
+    'Zu Ihrer Sicherheit wurde das Teilen nicht beendet: Dieses Formular wurde nicht in diesem Browser geöffnet oder ist zu alt. Öffnen Sie Ihren Link erneut und wählen Sie noch einmal „Teilen beenden“.',
+  stoppedTitle: ({ lender }) => `Sie haben das Teilen Ihrer Einnahmen mit ${lender} beendet`,
+  sharingEndedTitle: ({ lender }) => `Ihre Einnahmen werden nicht mehr mit ${lender} geteilt`,
+  endedWindowOver: ({ date }) => `Der Zeitraum, dem Sie zugestimmt haben, endete am ${date}.`,
+  endedByYou: ({ lender }) => `Das Teilen ist beendet: ${lender} erhält keine Aktualisierungen Ihrer Einnahmen mehr.`,
+  endedByLender: ({ lender }) => `${lender} hat die monatlichen Aktualisierungen beendet.`,
+  endedAccessWithdrawn: 'Der Lesezugriff auf eine verbundene Plattform wurde widerrufen, daher können Ihre Einnahmen nicht mehr gelesen werden.',
+  endedOther: 'Die monatlichen Aktualisierungen sind beendet.',
+  endedKept: ({ lender }) => `Die bis dahin gesendeten Zusammenfassungen bleiben bei ${lender}. Aus Ihren Konten wird nichts mehr gelesen.`,
 
   sandboxTitle: ({ platform }) => `${platform} (Sandbox): Lesezugriff erlauben?`,
   sandboxHeading: ({ platform }) => `Anmeldung bei ${platform} (Sandbox-Simulation)`,

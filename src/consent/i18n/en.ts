@@ -1,5 +1,8 @@
 import type { Messages } from './messages.ts';
 
+/** Each catalogue writes its own plural: the pages hand over the number, and languages count differently. */
+const monthsText = (months: number) => (months === 1 ? '1 month' : `${months} months`);
+
 export const en: Messages = {
   languageName: 'English',
   languageNav: 'Language',
@@ -50,6 +53,38 @@ export const en: Messages = {
   declineConfirmFinal: ({ lender }) => `This link then stops working. If you change your mind later, ask ${lender} for a new link.`,
   declineConfirmButton: 'Yes, I do not want to share',
   declineConfirmBack: 'No, go back to the consent page',
+
+  monitoringTitle: 'Ongoing access',
+  monitoringPlanned: ({ lender, months }) =>
+    `${lender} also asks for ongoing access: your income is read again once a month, for ${monthsText(months)} after your first summary, and each updated summary goes to ${lender}.`,
+  monitoringUntil: ({ lender, date }) =>
+    `${lender} also asks for ongoing access: your income is read again once a month until ${date}, and each updated summary goes to ${lender}.`,
+  monitoringStopAnyTime: ({ lender }) =>
+    `You can stop this at any time from this same link. ${lender} then receives no more updates; the summaries already sent stay with ${lender}.`,
+  monitoringConsentCovers: 'Your consent also covers the monthly updates described above.',
+  monitoringAfterProcessing: ({ lender, months }) =>
+    `After this first summary, your income is read again once a month for ${monthsText(months)}, and each updated summary goes to ${lender}. Once the first summary is sent, you can stop this at any time from this same link.`,
+
+  sharingTitle: 'What is still shared',
+  sharingActive: ({ lender, date }) =>
+    `Once a month until ${date}, your income is read again from the platforms you connected, and ${lender} receives an updated summary.`,
+  stopButton: 'Stop sharing',
+  stopConfirmTitle: ({ lender }) => `Stop sharing your income with ${lender}?`,
+  stopConfirmText: ({ lender }) =>
+    `If you stop, ${lender} will no longer receive updates: your income is not read again, and the read-only access to your platforms is given up.`,
+  stopConfirmKept: ({ lender }) => `The summaries already sent stay with ${lender}. This cannot be undone; to share again later, ask ${lender} for a new link.`,
+  stopConfirmButton: 'Yes, stop sharing',
+  stopConfirmBack: 'No, keep sharing',
+  stopRefusedText:
+    'For your safety, sharing was not stopped: this form was not opened in this browser, or it is too old. Open your link again and press "Stop sharing" once more.',
+  stoppedTitle: ({ lender }) => `You stopped sharing your income with ${lender}`,
+  sharingEndedTitle: ({ lender }) => `Your income is no longer shared with ${lender}`,
+  endedWindowOver: ({ date }) => `The period you agreed to ended on ${date}.`,
+  endedByYou: ({ lender }) => `Sharing has stopped: ${lender} receives no more updates of your income.`,
+  endedByLender: ({ lender }) => `${lender} stopped the monthly updates.`,
+  endedAccessWithdrawn: 'Read access to a platform you connected was withdrawn, so your income can no longer be read.',
+  endedOther: 'The monthly updates have ended.',
+  endedKept: ({ lender }) => `The summaries sent until then stay with ${lender}. Nothing more is read from your accounts.`,
 
   sandboxTitle: ({ platform }) => `${platform} (sandbox): allow read-only access?`,
   sandboxHeading: ({ platform }) => `${platform} sign-in (sandbox simulation)`,

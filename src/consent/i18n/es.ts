@@ -1,5 +1,8 @@
 import type { Messages } from './messages.ts';
 
+/** Each catalogue writes its own plural: Spanish's only singular is one. */
+const monthsText = (months: number) => (months === 1 ? '1 mes' : `${months} meses`);
+
 export const es: Messages = {
   languageName: 'Español',
   languageNav: 'Idioma',
@@ -51,6 +54,39 @@ export const es: Messages = {
     `A partir de entonces este enlace dejará de funcionar. Si más adelante cambia de opinión, pida un enlace nuevo a ${lender}.`,
   declineConfirmButton: 'Sí, no quiero compartir',
   declineConfirmBack: 'No, volver a la página de consentimiento',
+
+  monitoringTitle: 'Acceso continuo',
+  monitoringPlanned: ({ lender, months }) =>
+    `${lender} también solicita acceso continuo: sus ingresos se vuelven a leer una vez al mes durante ${monthsText(months)} después de su primer resumen, y cada resumen actualizado se envía a ${lender}.`,
+  monitoringUntil: ({ lender, date }) =>
+    `${lender} también solicita acceso continuo: sus ingresos se vuelven a leer una vez al mes hasta el ${date}, y cada resumen actualizado se envía a ${lender}.`,
+  monitoringStopAnyTime: ({ lender }) =>
+    `Puede detenerlo en cualquier momento desde este mismo enlace. ${lender} dejará entonces de recibir actualizaciones; los resúmenes ya enviados se quedan en poder de ${lender}.`,
+  monitoringConsentCovers: 'Su consentimiento incluye también las actualizaciones mensuales descritas arriba.',
+  monitoringAfterProcessing: ({ lender, months }) =>
+    `Después de este primer resumen, sus ingresos se vuelven a leer una vez al mes durante ${monthsText(months)}, y cada resumen actualizado se envía a ${lender}. En cuanto se envíe el primer resumen, podrá detenerlo en cualquier momento desde este mismo enlace.`,
+
+  sharingTitle: 'Qué se sigue compartiendo',
+  sharingActive: ({ lender, date }) =>
+    `Hasta el ${date}, sus ingresos se vuelven a leer una vez al mes de las plataformas que conectó, y ${lender} recibe un resumen actualizado.`,
+  stopButton: 'Dejar de compartir',
+  stopConfirmTitle: ({ lender }) => `¿Dejar de compartir sus ingresos con ${lender}?`,
+  stopConfirmText: ({ lender }) =>
+    `Si deja de compartir, ${lender} ya no recibirá actualizaciones: sus ingresos no se vuelven a leer y se renuncia al acceso de solo lectura a sus plataformas.`,
+  stopConfirmKept: ({ lender }) =>
+    `Los resúmenes ya enviados se quedan en poder de ${lender}. No se puede deshacer; si más adelante quiere volver a compartir, pida un enlace nuevo a ${lender}.`,
+  stopConfirmButton: 'Sí, dejar de compartir',
+  stopConfirmBack: 'No, seguir compartiendo',
+  stopRefusedText:
+    'Por su seguridad, no se ha dejado de compartir: este formulario no se abrió en este navegador o es demasiado antiguo. Vuelva a abrir su enlace y pulse de nuevo «Dejar de compartir».',
+  stoppedTitle: ({ lender }) => `Ha dejado de compartir sus ingresos con ${lender}`,
+  sharingEndedTitle: ({ lender }) => `Sus ingresos ya no se comparten con ${lender}`,
+  endedWindowOver: ({ date }) => `El periodo que aceptó terminó el ${date}.`,
+  endedByYou: ({ lender }) => `Se ha dejado de compartir: ${lender} ya no recibe actualizaciones de sus ingresos.`,
+  endedByLender: ({ lender }) => `${lender} ha detenido las actualizaciones mensuales.`,
+  endedAccessWithdrawn: 'Se retiró el acceso de lectura a una plataforma que conectó, así que ya no se pueden leer sus ingresos.',
+  endedOther: 'Las actualizaciones mensuales han terminado.',
+  endedKept: ({ lender }) => `Los resúmenes enviados hasta entonces se quedan en poder de ${lender}. Ya no se lee nada más de sus cuentas.`,
 
   sandboxTitle: ({ platform }) => `${platform} (sandbox): ¿permitir el acceso de solo lectura?`,
   sandboxHeading: ({ platform }) => `Inicio de sesión en ${platform} (simulación sandbox)`,

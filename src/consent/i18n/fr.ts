@@ -1,5 +1,8 @@
 import type { Messages } from './messages.ts';
 
+/** « mois » does not change in the plural; a function still, like the other catalogues. */
+const monthsText = (months: number) => `${months} mois`;
+
 export const fr: Messages = {
   languageName: 'Français',
   languageNav: 'Langue',
@@ -51,6 +54,39 @@ export const fr: Messages = {
   declineConfirmFinal: ({ lender }) => `Ce lien cessera alors de fonctionner. Si vous changez d’avis plus tard, demandez un nouveau lien à ${lender}.`,
   declineConfirmButton: 'Oui, je ne souhaite pas partager',
   declineConfirmBack: 'Non, revenir à la page de consentement',
+
+  monitoringTitle: 'Accès continu',
+  monitoringPlanned: ({ lender, months }) =>
+    `${lender} demande aussi un accès continu : vos revenus sont lus à nouveau une fois par mois, pendant ${monthsText(months)} après votre première synthèse, et chaque synthèse mise à jour est envoyée à ${lender}.`,
+  monitoringUntil: ({ lender, date }) =>
+    `${lender} demande aussi un accès continu : vos revenus sont lus à nouveau une fois par mois jusqu’au ${date}, et chaque synthèse mise à jour est envoyée à ${lender}.`,
+  monitoringStopAnyTime: ({ lender }) =>
+    `Vous pouvez y mettre fin à tout moment depuis ce même lien. ${lender} ne reçoit alors plus de mises à jour ; les synthèses déjà envoyées restent chez ${lender}.`,
+  monitoringConsentCovers: 'Votre consentement couvre aussi les mises à jour mensuelles décrites plus haut.',
+  monitoringAfterProcessing: ({ lender, months }) =>
+    `Après cette première synthèse, vos revenus sont lus à nouveau une fois par mois pendant ${monthsText(months)}, et chaque synthèse mise à jour est envoyée à ${lender}. Dès que la première synthèse est envoyée, vous pouvez y mettre fin à tout moment depuis ce même lien.`,
+
+  sharingTitle: 'Ce qui est encore partagé',
+  sharingActive: ({ lender, date }) =>
+    `Jusqu’au ${date}, vos revenus sont lus à nouveau une fois par mois sur les plateformes que vous avez connectées, et ${lender} reçoit une synthèse mise à jour.`,
+  stopButton: 'Arrêter le partage',
+  stopConfirmTitle: ({ lender }) => `Arrêter de partager vos revenus avec ${lender} ?`,
+  stopConfirmText: ({ lender }) =>
+    `Si vous arrêtez, ${lender} ne recevra plus de mises à jour : vos revenus ne sont plus lus, et l’accès en lecture seule à vos plateformes est abandonné.`,
+  stopConfirmKept: ({ lender }) =>
+    `Les synthèses déjà envoyées restent chez ${lender}. Ce choix est définitif ; pour partager à nouveau plus tard, demandez un nouveau lien à ${lender}.`,
+  stopConfirmButton: 'Oui, arrêter le partage',
+  stopConfirmBack: 'Non, continuer le partage',
+  stopRefusedText:
+    'Pour votre sécurité, le partage n’a pas été arrêté : ce formulaire n’a pas été ouvert dans ce navigateur, ou il est trop ancien. Ouvrez à nouveau votre lien et appuyez encore sur « Arrêter le partage ».',
+  stoppedTitle: ({ lender }) => `Vous avez arrêté de partager vos revenus avec ${lender}`,
+  sharingEndedTitle: ({ lender }) => `Vos revenus ne sont plus partagés avec ${lender}`,
+  endedWindowOver: ({ date }) => `La période que vous aviez acceptée s’est terminée le ${date}.`,
+  endedByYou: ({ lender }) => `Le partage est arrêté : ${lender} ne reçoit plus de mises à jour de vos revenus.`,
+  endedByLender: ({ lender }) => `${lender} a arrêté les mises à jour mensuelles.`,
+  endedAccessWithdrawn: 'L’accès en lecture à une plateforme que vous aviez connectée a été retiré : vos revenus ne peuvent donc plus être lus.',
+  endedOther: 'Les mises à jour mensuelles sont terminées.',
+  endedKept: ({ lender }) => `Les synthèses envoyées jusque-là restent chez ${lender}. Plus rien n’est lu dans vos comptes.`,
 
   sandboxTitle: ({ platform }) => `${platform} (sandbox) : autoriser l’accès en lecture seule ?`,
   sandboxHeading: ({ platform }) => `Connexion à ${platform} (simulation sandbox)`,

@@ -7,6 +7,8 @@
 
 type Lender = { lender: string };
 type OnPlatform = { platform: string };
+/** A number of months, for the language to choose its plural form. */
+type Months = { months: number };
 
 export interface Messages {
   // Every page
@@ -61,6 +63,37 @@ export interface Messages {
   declineConfirmFinal: (p: Lender) => string;
   declineConfirmButton: string;
   declineConfirmBack: string;
+
+  // Ongoing monitoring (P33), on the pages of a verification that has it, and only there
+  monitoringTitle: string;
+  /** Before the first summary the window's end is not yet known, only its length. */
+  monitoringPlanned: (p: Lender & Months) => string;
+  monitoringUntil: (p: Lender & { date: string }) => string;
+  monitoringStopAnyTime: (p: Lender) => string;
+  /** Beside the consent button: consenting is consenting to the monthly updates too. */
+  monitoringConsentCovers: string;
+  /** The processing page: the first summary is on its way, the monthly updates follow it. */
+  monitoringAfterProcessing: (p: Lender & Months) => string;
+
+  // Stopping ongoing monitoring, after completion
+  sharingTitle: string;
+  sharingActive: (p: Lender & { date: string }) => string;
+  stopButton: string;
+  stopConfirmTitle: (p: Lender) => string;
+  stopConfirmText: (p: Lender) => string;
+  stopConfirmKept: (p: Lender) => string;
+  stopConfirmButton: string;
+  stopConfirmBack: string;
+  /** A stop form without its browser's token (another browser's, an expired one, a forged post): nothing stopped. */
+  stopRefusedText: string;
+  stoppedTitle: (p: Lender) => string;
+  sharingEndedTitle: (p: Lender) => string;
+  endedWindowOver: (p: { date: string }) => string;
+  endedByYou: (p: Lender) => string;
+  endedByLender: (p: Lender) => string;
+  endedAccessWithdrawn: string;
+  endedOther: string;
+  endedKept: (p: Lender) => string;
 
   // The sandbox's stand-in for a provider's consent screen
   sandboxTitle: (p: OnPlatform) => string;

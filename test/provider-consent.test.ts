@@ -106,6 +106,8 @@ for (const factory of testDatabases()) {
       const authorize = new URL(start.headers.location!);
       assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
       assert.match(authorize.searchParams.get('scope')!, /yt-analytics-monetary\.readonly/);
+      // A one-off verification reads once, while the creator's access token lives: no lasting access.
+      assert.equal(authorize.searchParams.get('access_type'), 'online');
       assert.ok(!authorize.toString().includes(id), 'the verification id reached the provider');
       assert.match(start.headers['content-security-policy'] ?? '', new RegExp(new URL(google.endpoints.authorize).origin.replace(/[.]/g, '\\.')));
 
@@ -122,6 +124,7 @@ for (const factory of testDatabases()) {
       // The account email is kept encrypted (P18): never in plain text, readable with the key.
       const youtubeRow = stored.find((r: { platform: string }) => r.platform === 'youtube');
       assert.equal(youtubeRow.account_email, null);
+      assert.equal(youtubeRow.refresh_token_ciphertext, null, 'Google gave a refresh token to an online grant');
       assert.ok(!JSON.stringify(stored).includes(email), 'an email is stored in the clear');
       assert.equal(decryptSecret(service.encryptionKey, youtubeRow.account_email_ciphertext), email);
 
@@ -196,9 +199,10 @@ for (const factory of testDatabases()) {
       assert.equal(after.platform_connections[0].status, 'not_connected');
       const [row] = await service.db.knex('platform_connections').where({ verification_id: id, platform: 'youtube' });
       assert.equal(row?.access_token_ciphertext ?? null, null, 'tokens stored for a cancelled verification');
+      // An online grant has no refresh token: its access token is what ends the grant.
       assert.deepEqual(
         google.revocations.filter((r) => r.email === email).map((r) => r.tokenType),
-        ['refresh_token'],
+        ['access_token'],
         'the grant was left open at Google',
       );
     });

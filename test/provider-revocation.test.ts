@@ -1,35 +1,13 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import * as oauth from 'openid-client';
-import { configuredProviders, ProviderError, type ConnectedAccount, type PlatformProvider, type ProviderSettings } from '../src/consent/providers.ts';
+import { configuredProviders, type ConnectedAccount, type PlatformProvider, type ProviderSettings } from '../src/consent/providers.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
 import { providerEnv } from './simulators/provider-env.ts';
 import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
 import { freePort } from './support/free-port.ts';
-import { pressOnProviderPage } from './support/provider-page.ts';
+import { connectThrough, rejectsWithProviderError as rejectsWith } from './support/provider-grant.ts';
 
-// Nothing listens here: the provider's redirect is read from its Location header, never followed.
-const REDIRECT_URI = 'http://127.0.0.1:9/consent/oauth/callback';
 const WINDOW = { from: new Date('2025-01-01T00:00:00Z'), to: new Date('2026-01-01T00:00:00Z') };
-
-/** The creator's side of the OAuth flow, driven through the provider as the consent flow drives it. */
-async function connect(provider: PlatformProvider, button: 'Allow' | 'Connect', account: string): Promise<ConnectedAccount> {
-  const state = randomUUID();
-  const codeVerifier = provider.usesPkce ? oauth.randomPKCECodeVerifier() : null;
-  const page = await provider.authorizationUrl({ redirectUri: REDIRECT_URI, state, codeVerifier });
-  const callbackUrl = await pressOnProviderPage(page.toString(), button, account);
-  return provider.exchange({ callbackUrl, redirectUri: REDIRECT_URI, state, codeVerifier });
-}
-
-async function rejectsWith(promise: Promise<unknown>, kind: ProviderError['kind'], message?: RegExp): Promise<void> {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(error instanceof ProviderError, `not a ProviderError: ${String(error)}`);
-    assert.equal(error.kind, kind, error.message);
-    if (message) assert.match(error.message, message);
-    return true;
-  });
-}
 
 describe('provider grant revocation against the simulators', function () {
   let google: GoogleSimulator;
@@ -57,8 +35,9 @@ describe('provider grant revocation against the simulators', function () {
 
     beforeEach(async () => {
       google.addAccount({ email, channelId: 'UCrevokeAAAAAAAAAAAAAAAA', currency: 'EUR', monthlyRevenue: { '2025-06': 10 } });
-      grant = await connect(youtube, 'Allow', email);
-      assert.ok(grant.refreshToken, 'the provider asks for offline access, so a refresh token');
+      // A monitored verification's grant: offline, so the refresh token is what revocation presents.
+      grant = await connectThrough(youtube, 'Allow', email, { offline: true });
+      assert.ok(grant.refreshToken, 'offline access asked for, so a refresh token');
     });
 
     it('revokes the grant through its refresh token, after which its access token no longer reads income', async () => {
@@ -115,7 +94,7 @@ describe('provider grant revocation against the simulators', function () {
 
     beforeEach(async () => {
       stripe.addAccount({ accountId, email: 'revoke-me@example.org', transactions: [{ amount: 5000, currency: 'eur', created: 1748736000, type: 'charge' }] });
-      grant = await connect(stripeProvider, 'Connect', accountId);
+      grant = await connectThrough(stripeProvider, 'Connect', accountId, { offline: false });
       assert.equal(grant.externalAccountId, accountId);
     });
 

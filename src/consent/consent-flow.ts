@@ -131,7 +131,14 @@ export async function startConnection(
     browserBindingHash: sha256Hex(browserBinding),
     expiresAt: expiresAt.toISOString(),
   });
-  const authorization = await provider.authorizationUrl({ redirectUri: `${publicBaseUrl}${callbackPath(platform)}`, state, codeVerifier });
+  const authorization = await provider.authorizationUrl({
+    redirectUri: `${publicBaseUrl}${callbackPath(platform)}`,
+    state,
+    codeVerifier,
+    // TODO(monitoring): pass whether the verification asked for ongoing monitoring; until then no
+    // grant asks for lasting (offline) access, which only a later re-read would need.
+    offline: false,
+  });
   return { authorization, state, browserBinding, expiresAt };
 }
 

@@ -39,7 +39,12 @@ export interface PlatformProvider {
   /** Origin of the authorization page: the consent page's form-action must allow the redirect there. */
   readonly authorizationOrigin: string;
   readonly usesPkce: boolean;
-  authorizationUrl(input: { redirectUri: string; state: string; codeVerifier: string | null }): Promise<URL>;
+  /**
+   * Where to send the creator to grant access. `offline` asks for access that outlives the consent
+   * session (a refresh token, where the provider distinguishes): only ongoing monitoring reads the
+   * income again later, and a grant nobody will use again is a standing credential worth not holding.
+   */
+  authorizationUrl(input: { redirectUri: string; state: string; codeVerifier: string | null; offline: boolean }): Promise<URL>;
   exchange(input: { callbackUrl: URL; redirectUri: string; state: string; codeVerifier: string | null }): Promise<ConnectedAccount>;
   /** Revenue per calendar month from `fromMonth` (YYYY-MM) to the last complete month, in the currency reported. */
   monthlyIncome(account: { accessToken: string; externalAccountId: string | null }, window: { from: Date; to: Date }): Promise<SourceAmount[]>;
@@ -50,6 +55,18 @@ export interface PlatformProvider {
    * later) or 'permanent' (anything else, e.g. the platform's own credentials were refused).
    */
   revoke(grant: { accessToken: string; refreshToken: string | null; externalAccountId: string | null }): Promise<void>;
+  /**
+   * Credentials to read the income with now, for a read long after the consent (monitoring): the
+   * access token stored at consent may have expired since. Returns the refresh token to keep, which
+   * may be the one given. Throws ProviderError 'revoked' when the provider refuses the grant (the
+   * creator took access back, or it expired), 'transient' (5xx, rate limit, network, timeout: retry
+   * later) or 'permanent' (anything else, e.g. the platform's own credentials were refused).
+   */
+  freshAccess(grant: {
+    accessToken: string;
+    refreshToken: string | null;
+    externalAccountId: string | null;
+  }): Promise<{ accessToken: string; refreshToken: string | null }>;
 }
 
 const GOOGLE_SCOPES = ['https://www.googleapis.com/auth/yt-analytics-monetary.readonly', 'email'];
@@ -85,13 +102,25 @@ function fromOAuthError(error: unknown): ProviderError {
 }
 
 /**
- * A failed revocation: worth retrying later when the provider or the network failed (5xx, 429, no
- * answer), not when the request itself was refused, which a retry would only repeat.
+ * A failed call to the provider: worth retrying later when the provider or the network failed
+ * (5xx, 429, no answer), not when the request itself was refused, which a retry would only repeat.
  */
-function revocationError(provider: string, error: unknown, status: number | undefined, noAnswer: boolean): ProviderError {
-  const message = `${provider} revocation failed: ${error instanceof Error ? error.message : String(error)}`;
+function callError(what: string, error: unknown, status: number | undefined, noAnswer: boolean): ProviderError {
+  const message = `${what} failed: ${error instanceof Error ? error.message : String(error)}`;
   if (status !== undefined) return new ProviderError(status >= 500 || status === 429 ? 'transient' : 'permanent', `${message} (HTTP ${status})`);
   return new ProviderError(noAnswer ? 'transient' : 'permanent', message);
+}
+
+/** The HTTP status of an openid-client failure, if there was an answer, and whether there was none. */
+function openidFailure(error: unknown): { status: number | undefined; noAnswer: boolean } {
+  // openid-client keeps the HTTP response as the cause when the body is no OAuth error (a 503 page).
+  const cause = error instanceof Error ? error.cause : undefined;
+  const status = error instanceof oauth.ResponseBodyError ? error.status : cause instanceof Response ? cause.status : undefined;
+  const code = (error as { code?: unknown }).code;
+  // No answer at all: fetch fails with a plain TypeError, openid-client's timeout with OAUTH_TIMEOUT;
+  // its own TypeErrors carry an ERR_INVALID_ARG_* code and are programming errors.
+  const noAnswer = code === 'OAUTH_TIMEOUT' || code === 'OAUTH_ABORT' || (error instanceof TypeError && code === undefined);
+  return { status, noAnswer };
 }
 
 const monthOf = (date: Date) => date.toISOString().slice(0, 7);
@@ -108,14 +137,17 @@ export function googleProvider(settings: NonNullable<ProviderSettings['google']>
     platform: 'youtube',
     authorizationOrigin: new URL(settings.authorizationUrl).origin,
     usesPkce: true,
-    async authorizationUrl({ redirectUri, state, codeVerifier }) {
+    async authorizationUrl({ redirectUri, state, codeVerifier, offline }) {
       return oauth.buildAuthorizationUrl(configuration, {
         redirect_uri: redirectUri,
         scope: GOOGLE_SCOPES.join(' '),
         state,
         code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier!),
         code_challenge_method: 'S256',
-        access_type: 'offline',
+        // Google issues a refresh token only for `offline`; `online` is its documented default for
+        // web-server apps, sent anyway so the request itself states that no lasting access is
+        // asked for (what a reviewer or a log sees), whatever the default becomes.
+        access_type: offline ? 'offline' : 'online',
         include_granted_scopes: 'false',
         // Google's consent screen every time, even for an account that granted access before: a
         // connection someone else began can never complete without the account's owner pressing Allow.
@@ -174,15 +206,28 @@ export function googleProvider(settings: NonNullable<ProviderSettings['google']>
         // by the creator at myaccount.google.com) or expired. Either way the grant is gone, which is
         // the goal, so a repeated erasure must not fail on it.
         if (error instanceof oauth.ResponseBodyError && error.error === 'invalid_token') return;
-        // openid-client keeps the HTTP response as the cause when the body is no OAuth error (a 503 page).
-        const cause = error instanceof Error ? error.cause : undefined;
-        const status = error instanceof oauth.ResponseBodyError ? error.status : cause instanceof Response ? cause.status : undefined;
-        const code = (error as { code?: unknown }).code;
-        // No answer at all: fetch fails with a plain TypeError, openid-client's timeout with OAUTH_TIMEOUT;
-        // its own TypeErrors carry an ERR_INVALID_ARG_* code and are programming errors.
-        const noAnswer = code === 'OAUTH_TIMEOUT' || code === 'OAUTH_ABORT' || (error instanceof TypeError && code === undefined);
-        throw revocationError('Google', error, status, noAnswer);
+        const { status, noAnswer } = openidFailure(error);
+        throw callError('Google revocation', error, status, noAnswer);
       }
+    },
+    async freshAccess({ accessToken, refreshToken }) {
+      // An online grant has nothing to renew with: its access token is all there is, and the read
+      // itself tells whether it still works (an expired one is refused as a revoked one is).
+      if (!refreshToken) return { accessToken, refreshToken: null };
+      let tokens;
+      try {
+        tokens = await oauth.refreshTokenGrant(configuration, refreshToken);
+      } catch (error) {
+        // Google answers invalid_grant for a refresh token the creator revoked, one unused for six
+        // months, or one past its time limit: the grant is gone either way and only a new consent helps.
+        if (error instanceof oauth.ResponseBodyError && error.error === 'invalid_grant') {
+          throw new ProviderError('revoked', `Google refused the refresh token: ${error.error_description ?? error.message}`);
+        }
+        const { status, noAnswer } = openidFailure(error);
+        throw callError('Google token refresh', error, status, noAnswer);
+      }
+      // Google does not rotate refresh tokens: its answer usually carries none and the old one stays good.
+      return { accessToken: tokens.access_token, refreshToken: tokens.refresh_token ?? refreshToken };
     },
   };
 }
@@ -236,6 +281,8 @@ export function stripeProvider(settings: NonNullable<ProviderSettings['stripe']>
     authorizationOrigin: new URL(settings.authorizationUrl).origin,
     // Stripe Connect's OAuth does not take PKCE; the state bound to the consent session guards the flow.
     usesPkce: false,
+    // `offline` is not asked for: a Stripe Connect grant has no online form, it lasts until the
+    // account is deauthorized (by the platform or the creator), monitoring or not.
     async authorizationUrl({ redirectUri, state }) {
       return oauth.buildAuthorizationUrl(configuration, { redirect_uri: redirectUri, scope: 'read_only', state });
     },
@@ -293,8 +340,14 @@ export function stripeProvider(settings: NonNullable<ProviderSettings['stripe']>
         const rawType: string | undefined = error instanceof Stripe.errors.StripeError ? error.rawType : undefined;
         if (rawType === 'invalid_client' && /\bnot connected to\b/i.test((error as Error).message)) return;
         const status = error instanceof Stripe.errors.StripeError ? error.statusCode : undefined;
-        throw revocationError('Stripe', error, status, error instanceof Stripe.errors.StripeConnectionError);
+        throw callError('Stripe revocation', error, status, error instanceof Stripe.errors.StripeConnectionError);
       }
+    },
+    async freshAccess({ accessToken, refreshToken }) {
+      // Income is read with the platform's secret key on behalf of the connected account, never with
+      // the account's own access token, and the grant lives until deauthorized: nothing to renew.
+      // A grant since revoked shows as the read's own refusal.
+      return { accessToken, refreshToken };
     },
   };
 }
@@ -330,6 +383,9 @@ function measured(provider: PlatformProvider): PlatformProvider {
     exchange: timed('exchange', (input) => provider.exchange(input)),
     monthlyIncome: timed('income', (account, window) => provider.monthlyIncome(account, window)),
     revoke: timed('revoke', (grant) => provider.revoke(grant)),
+    // Not timed: the metric's `call` values are a documented set (docs/operations.md) that names no
+    // token refresh yet; a `refresh` value belongs with the change that starts calling this.
+    freshAccess: (grant) => provider.freshAccess(grant),
   };
 }
 

@@ -318,6 +318,12 @@ describe('Google simulator', function () {
     it('issues no refresh token for access_type=online', async function () {
       const tokens = await connect(sim, ALICE, { overrides: { access_type: 'online' } });
       assert.equal(tokens.refresh_token, undefined);
+      assert.deepEqual(Object.keys(tokens), ['access_token', 'expires_in', 'scope', 'token_type', 'id_token']);
+    });
+
+    it('issues no refresh token when access_type is left out, online being the default', async function () {
+      const tokens = await connect(sim, ALICE, { overrides: { access_type: null } });
+      assert.equal(tokens.refresh_token, undefined);
     });
 
     it('grants only the ticked scopes when the user unticks the monetary one, and the report then answers 403', async function () {
@@ -644,6 +650,28 @@ describe('Google simulator', function () {
         await expectApiError(await report(timed, tokens.access_token), 401, 'UNAUTHENTICATED', 'authError');
         const refreshed = (await (await tokenRequest(timed, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' })).json()) as Tokens;
         assert.equal((await userinfo(timed, refreshed.access_token)).status, 200);
+      } finally {
+        await timed.close();
+      }
+    });
+
+    it('lets a refresh token renew access long after the consent, each new access token expiring in turn', async function () {
+      const clock = new ManualClock('2026-04-01T00:00:00Z');
+      const timed = await startGoogleSimulator({ clock });
+      try {
+        timed.addAccount(aliceAccount);
+        const tokens = await connect(timed, ALICE);
+        // A monthly re-read: the consent's access token is long dead, the refresh token is not.
+        clock.advance(31 * 24 * 3600 * 1000);
+        await expectApiError(await report(timed, tokens.access_token), 401, 'UNAUTHENTICATED', 'authError');
+        const response = await tokenRequest(timed, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' });
+        assert.equal(response.status, 200);
+        const refreshed = (await response.json()) as Tokens;
+        assert.equal(refreshed.expires_in, 3599);
+        assert.equal(refreshed.refresh_token, undefined);
+        assert.equal((await report(timed, refreshed.access_token)).status, 200);
+        clock.advance(3599 * 1000);
+        await expectApiError(await report(timed, refreshed.access_token), 401, 'UNAUTHENTICATED', 'authError');
       } finally {
         await timed.close();
       }

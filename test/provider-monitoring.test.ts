@@ -7,7 +7,8 @@ import { adminContext } from '../src/admin/admin-context.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { createLogger } from '../src/platform/logger.ts';
 import { startService, type Service } from '../src/service.ts';
-import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
+import { ManualClock } from '../src/platform/clock.ts';
+import { ACCESS_TOKEN_TTL_SECONDS, startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
 import { providerEnv } from './simulators/provider-env.ts';
 import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
 import { bindingCookieOf, pressOnProviderPage } from './support/provider-page.ts';
@@ -32,11 +33,14 @@ for (const factory of testDatabases()) {
     let stripe: StripeSimulator;
     let service: Service;
     let key: string;
+    // Google's clock, apart from the service's: advancing it expires the access tokens issued so far.
+    let googleClock: ManualClock;
     const months = lastMonths(24);
 
     before(async () => {
       testDb = await factory.create();
-      google = await startGoogleSimulator();
+      googleClock = new ManualClock(new Date());
+      google = await startGoogleSimulator({ clock: googleClock });
       stripe = await startStripeSimulator();
       const config = loadConfig({
         DATABASE_URL: testDb.url,
@@ -103,8 +107,21 @@ for (const factory of testDatabases()) {
       return (await api('get', `/verifications/${id}`)).body;
     };
 
-    it('a refresh reads the providers again with the grant and scores what they report now', async () => {
+    it('asks Google for offline access only when monitoring is asked for', async () => {
       const creator = await monitoredCreator();
+      assert.equal(creator.authorization.searchParams.get('access_type'), 'offline');
+      const [row] = await service.db.knex('platform_connections').where({ verification_id: creator.id, platform: 'youtube' });
+      assert.ok(row.refresh_token_ciphertext, 'a monitored grant keeps a refresh token');
+      const oneTime = await create(['youtube']);
+      const start = await request(service.app).post(`${oneTime.path}/connect/youtube`);
+      assert.equal(new URL(start.headers.location!).searchParams.get('access_type'), 'online');
+    });
+
+    it('a refresh a month later renews the expired access token from the grant, reads again and scores what the providers report now', async () => {
+      const creator = await monitoredCreator();
+      const [before_] = await service.db.knex('platform_connections').where({ verification_id: creator.id, platform: 'youtube' });
+      // The access token of the consent is long dead by the first monthly refresh.
+      googleClock.advance((ACCESS_TOKEN_TTL_SECONDS + 60) * 1000);
       const before = (await api('get', `/verifications/${creator.id}/tape`)).body;
       const reads = google.calls.filter((c) => c.path === '/v2/reports').length;
       // The creator's YouTube income doubles over the last three months.
@@ -125,6 +142,9 @@ for (const factory of testDatabases()) {
         history.map((t: { reason: string }) => t.reason),
         ['refresh', 'completion'],
       );
+      const [after_] = await service.db.knex('platform_connections').where({ verification_id: creator.id, platform: 'youtube' });
+      assert.notEqual(after_.access_token_ciphertext, before_.access_token_ciphertext, 'the renewed access token is kept for the next read');
+      assert.ok(after_.refresh_token_ciphertext);
     });
 
     it('a grant the creator revoked at the provider ends monitoring with grant_revoked; the tape stays', async () => {

@@ -135,9 +135,9 @@ export async function startConnection(
     redirectUri: `${publicBaseUrl}${callbackPath(platform)}`,
     state,
     codeVerifier,
-    // TODO(monitoring): pass whether the verification asked for ongoing monitoring; until then no
-    // grant asks for lasting (offline) access, which only a later re-read would need.
-    offline: false,
+    // Lasting (offline) access only for a verification that asked for ongoing monitoring (P33): a
+    // one-time verification reads once, within the hour an access token lives.
+    offline: verification.monitoring !== null,
   });
   return { authorization, state, browserBinding, expiresAt };
 }

@@ -18,6 +18,7 @@ export interface ConnectionWithTokens {
   status: string;
   externalAccountId: string | null;
   accessTokenCiphertext: string | null;
+  refreshTokenCiphertext: string | null;
   connectedAt: string | null;
 }
 
@@ -168,8 +169,21 @@ export class ConsentRepository {
       status: r.status,
       externalAccountId: r.external_account_id,
       accessTokenCiphertext: r.access_token_ciphertext,
+      refreshTokenCiphertext: r.refresh_token_ciphertext,
       connectedAt: r.connected_at,
     }));
+  }
+
+  /** A grant's tokens renewed for a later read (P33), kept encrypted as at consent. */
+  async replaceTokens(
+    verificationId: string,
+    platform: string,
+    tokens: { accessTokenCiphertext: string; refreshTokenCiphertext: string | null },
+  ): Promise<void> {
+    await this.knex<ConnectionRow>('platform_connections')
+      .where({ verification_id: verificationId, platform })
+      .whereNotNull('access_token_ciphertext')
+      .update({ access_token_ciphertext: tokens.accessTokenCiphertext, refresh_token_ciphertext: tokens.refreshTokenCiphertext });
   }
 
   /**

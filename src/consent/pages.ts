@@ -381,7 +381,7 @@ ${paragraph(m.privacyProcessor)}
 </section>
 <section aria-labelledby="purposes">
 <h2 id="purposes">${escape(m.privacyPurposesTitle)}</h2>
-${list(named ? [m.purposeVerify({ lender }), m.purposeNotify({ lender }), m.purposeRights] : [m.purposeVerifyUnnamed, m.purposeNotifyUnnamed, m.purposeRights])}
+${list(named ? [m.purposeVerify({ lender }), m.purposeNotify({ lender }), m.purposeMonitor, m.purposeRights] : [m.purposeVerifyUnnamed, m.purposeNotifyUnnamed, m.purposeMonitor, m.purposeRights])}
 </section>
 <section aria-labelledby="data">
 <h2 id="data">${escape(m.privacyDataTitle)}</h2>

@@ -169,6 +169,8 @@ export const de: Messages = {
   purposeNotify: ({ lender }) => `Um ${lender} mitzuteilen, dass die Prüfung abgeschlossen, fehlgeschlagen oder abgelaufen ist.`,
   purposeVerifyUnnamed: 'Um mit Ihrer Einwilligung Ihre Plattformeinnahmen für die Kreditentscheidung des Kreditgebers zu prüfen.',
   purposeNotifyUnnamed: 'Um dem Kreditgeber mitzuteilen, dass die Prüfung abgeschlossen, fehlgeschlagen oder abgelaufen ist.',
+  purposeMonitor:
+    'Nur wenn der Kreditgeber eine laufende Überwachung angefragt und Sie auf der Zustimmungsseite eingewilligt haben: Ihr Einkommen für die dort genannten Monate einmal im Monat erneut abzurufen und dem Kreditgeber jede neue Zusammenfassung zu senden. Sie können dies jederzeit über den Zustimmungslink beenden.',
   purposeRights: 'Um Ihre Datenschutzanfragen zu beantworten (Auskunft, Kopie, Löschung).',
   privacyDataTitle: 'Was gelesen und gespeichert wird',
   dataIncome: 'Ihre monatlichen Einnahmen von jeder verbundenen Plattform für die letzten 24 Monate.',
@@ -178,12 +180,12 @@ export const de: Messages = {
   dataSummary:
     'Die Zusammenfassung, die der Kreditgeber erhält: Durchschnittswerte, Entwicklung, Stabilität und eine Einschätzung der Kreditwürdigkeit. Keine einzelnen Zahlungen.',
   dataLanguage:
-    'Wenn Sie auf diesen Seiten eine Sprache wählen, merkt sich ein Cookie diese Wahl. Andere Cookies werden nicht gesetzt, und nichts verfolgt Sie.',
+    'Wenn Sie auf diesen Seiten eine Sprache wählen, merkt sich ein Cookie diese Wahl. Zwei kurzlebige Cookies schützen, was Sie hier tun: Eines bindet eine Plattformverbindung an den Browser, der sie begonnen hat, eines bindet eine Bestätigung von „Teilen beenden“ an Ihren Browser. Nichts verfolgt Sie.',
   privacyRetentionTitle: 'Wie lange gespeichert wird',
   retentionLink: 'Der Einwilligungslink gilt 7 Tage und läuft danach ab.',
   retentionData: 'Ihre Einnahmen, die Zusammenfassung und die Kontodaten werden gespeichert, bis Sie oder der Kreditgeber die Löschung verlangen.',
   retentionTokens:
-    'Der Zugriff auf Ihre Plattformen wird bis zur Löschung gespeichert und dann auch bei der Plattform widerrufen. Sie können ihn jederzeit selbst auf der Plattform widerrufen.',
+    'Der Zugriff auf Ihre Plattformen wird bis zur Löschung gespeichert (bei laufender Überwachung bis zu deren Ende) und dann auch bei der Plattform widerrufen. Sie können ihn jederzeit selbst auf der Plattform widerrufen.',
   retentionNothingRead:
     'Wenn Sie ablehnen oder der Link abläuft, werden Ihre Einnahmen nie gelesen. Was bereits gespeichert ist (die Anfrage des Kreditgebers, eine verbundene Plattform), bleibt wie alles andere nur bis zur Löschung gespeichert.',
   retentionLanguage: 'Das Sprach-Cookie wird ein Jahr lang gespeichert.',

@@ -161,18 +161,21 @@ export const en: Messages = {
   purposeNotify: ({ lender }) => `To tell ${lender} when the verification is finished, has failed, or has expired.`,
   purposeVerifyUnnamed: "To verify your platform income for the lender's credit decision, with your consent.",
   purposeNotifyUnnamed: 'To tell the lender when the verification is finished, has failed, or has expired.',
+  purposeMonitor:
+    'Only if the lender asked for ongoing monitoring and you agreed on the consent page: to read your income again once a month for the months shown there, and send the lender each new summary. You can stop it at any time from the consent link.',
   purposeRights: 'To answer your data-protection requests (access, copy, erasure).',
   privacyDataTitle: 'What is read and kept',
   dataIncome: 'Your income per month from each platform you connect, for the last 24 months.',
   dataAccount: "The connected account's identifier and email address. The email is stored encrypted and is not given to the lender.",
   dataTokens: 'The read-only access the platform grants, stored encrypted and never shown to anyone.',
   dataSummary: 'The income summary sent to the lender: averages, trend, stability and an eligibility assessment. Not your individual payments.',
-  dataLanguage: 'If you choose a language on these pages, a cookie remembers it. No other cookie is set and nothing tracks you.',
+  dataLanguage:
+    'If you choose a language on these pages, a cookie remembers it. Two short-lived cookies protect what you do here: one ties a platform connection to the browser that started it, one ties a “Stop sharing” confirmation to yours. Nothing tracks you.',
   privacyRetentionTitle: 'How long it is kept',
   retentionLink: 'The consent link works for 7 days; after that it expires.',
   retentionData: 'Your income, the summary and the account details are kept until you or the lender ask for them to be erased.',
   retentionTokens:
-    'Access to your platforms is kept until erasure, and is then also revoked at the platform. You can revoke it yourself on the platform at any time.',
+    'Access to your platforms is kept until erasure (with ongoing monitoring, until it ends) and is then also revoked at the platform. You can revoke it yourself on the platform at any time.',
   retentionNothingRead:
     "If you decline or the link expires, your income is never read. Anything already kept (the lender's request, a platform you connected) stays only until it is erased, like the rest.",
   retentionLanguage: 'The language cookie is kept for one year.',

@@ -167,6 +167,8 @@ export const es: Messages = {
   purposeNotify: ({ lender }) => `Avisar a ${lender} cuando la verificación haya terminado, haya fallado o haya caducado.`,
   purposeVerifyUnnamed: 'Verificar, con su consentimiento, sus ingresos de plataforma para la decisión de crédito de la entidad prestamista.',
   purposeNotifyUnnamed: 'Avisar a la entidad prestamista cuando la verificación haya terminado, haya fallado o haya caducado.',
+  purposeMonitor:
+    'Solo si el prestamista pidió un seguimiento continuo y usted lo aceptó en la página de consentimiento: volver a leer sus ingresos una vez al mes durante los meses indicados allí y enviar al prestamista cada nuevo resumen. Puede detenerlo en cualquier momento desde el enlace de consentimiento.',
   purposeRights: 'Atender sus solicitudes de protección de datos (acceso, copia, supresión).',
   privacyDataTitle: 'Qué se lee y se conserva',
   dataIncome: 'Sus ingresos mensuales de cada plataforma que conecte, de los últimos 24 meses.',
@@ -174,12 +176,13 @@ export const es: Messages = {
     'El identificador y la dirección de correo electrónico de la cuenta conectada. El correo se guarda cifrado y no se entrega a la entidad prestamista.',
   dataTokens: 'El acceso de solo lectura que concede la plataforma, guardado cifrado y nunca mostrado a nadie.',
   dataSummary: 'El resumen que recibe la entidad prestamista: medias, tendencia, estabilidad y una valoración de la solvencia. No sus pagos individuales.',
-  dataLanguage: 'Si elige un idioma en estas páginas, una cookie lo recuerda. No se usa ninguna otra cookie y nada le rastrea.',
+  dataLanguage:
+    'Si elige un idioma en estas páginas, una cookie lo recuerda. Dos cookies de corta duración protegen lo que hace aquí: una vincula la conexión de una plataforma al navegador que la inició y otra vincula una confirmación de «Dejar de compartir» al suyo. Nada le rastrea.',
   privacyRetentionTitle: 'Cuánto tiempo se conserva',
   retentionLink: 'El enlace de consentimiento es válido durante 7 días; después caduca.',
   retentionData: 'Sus ingresos, el resumen y los datos de la cuenta se conservan hasta que usted o la entidad prestamista soliciten su supresión.',
   retentionTokens:
-    'El acceso a sus plataformas se conserva hasta la supresión y entonces también se revoca en la plataforma. Puede revocarlo usted mismo en la plataforma en cualquier momento.',
+    'El acceso a sus plataformas se conserva hasta la supresión (con seguimiento continuo, hasta que termine) y entonces también se revoca en la plataforma. Puede revocarlo usted mismo en la plataforma en cualquier momento.',
   retentionNothingRead:
     'Si rechaza o el enlace caduca, sus ingresos nunca se leen. Lo que ya se conserva (la solicitud de la entidad prestamista, una plataforma que haya conectado) se guarda, como todo lo demás, solo hasta su supresión.',
   retentionLanguage: 'La cookie de idioma se conserva durante un año.',

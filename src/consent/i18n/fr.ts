@@ -168,18 +168,21 @@ export const fr: Messages = {
   purposeNotify: ({ lender }) => `Informer ${lender} lorsque la vérification est terminée, a échoué ou a expiré.`,
   purposeVerifyUnnamed: 'Vérifier, avec votre consentement, vos revenus de plateforme en vue de la décision de crédit du prêteur.',
   purposeNotifyUnnamed: 'Informer le prêteur lorsque la vérification est terminée, a échoué ou a expiré.',
+  purposeMonitor:
+    'Uniquement si le prêteur a demandé un suivi continu et que vous l’avez accepté sur la page de consentement : relire vos revenus une fois par mois pendant les mois indiqués, et envoyer au prêteur chaque nouvelle synthèse. Vous pouvez l’arrêter à tout moment depuis le lien de consentement.',
   purposeRights: 'Répondre à vos demandes relatives à vos données (accès, copie, effacement).',
   privacyDataTitle: 'Ce qui est lu et conservé',
   dataIncome: 'Vos revenus mensuels sur chaque plateforme que vous connectez, pour les 24 derniers mois.',
   dataAccount: 'L’identifiant et l’adresse e-mail du compte connecté. L’adresse e-mail est chiffrée et n’est pas transmise au prêteur.',
   dataTokens: 'L’accès en lecture seule accordé par la plateforme, chiffré et jamais montré à personne.',
   dataSummary: 'La synthèse envoyée au prêteur : moyennes, tendance, stabilité et une évaluation d’éligibilité. Pas vos paiements individuels.',
-  dataLanguage: 'Si vous choisissez une langue sur ces pages, un cookie la mémorise. Aucun autre cookie n’est déposé et rien ne vous suit.',
+  dataLanguage:
+    'Si vous choisissez une langue sur ces pages, un cookie la mémorise. Deux cookies de courte durée protègent vos actions ici : l’un lie la connexion d’une plateforme au navigateur qui l’a commencée, l’autre lie une confirmation « Arrêter le partage » au vôtre. Rien ne vous suit.',
   privacyRetentionTitle: 'Durée de conservation',
   retentionLink: 'Le lien de consentement est valable 7 jours ; il expire ensuite.',
   retentionData: 'Vos revenus, la synthèse et les données du compte sont conservés jusqu’à ce que vous ou le prêteur en demandiez l’effacement.',
   retentionTokens:
-    'L’accès à vos plateformes est conservé jusqu’à l’effacement, puis révoqué également auprès de la plateforme. Vous pouvez le révoquer vous-même sur la plateforme à tout moment.',
+    'L’accès à vos plateformes est conservé jusqu’à l’effacement (avec un suivi continu, jusqu’à la fin de celui-ci), puis révoqué également auprès de la plateforme. Vous pouvez le révoquer vous-même sur la plateforme à tout moment.',
   retentionNothingRead:
     'Si vous refusez ou si le lien expire, vos revenus ne sont jamais lus. Ce qui est déjà conservé (la demande du prêteur, une plateforme que vous avez connectée) ne l’est, comme le reste, que jusqu’à son effacement.',
   retentionLanguage: 'Le cookie de langue est conservé pendant un an.',

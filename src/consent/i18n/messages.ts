@@ -169,6 +169,7 @@ export interface Messages {
   purposeNotify: (p: Lender) => string;
   purposeVerifyUnnamed: string;
   purposeNotifyUnnamed: string;
+  purposeMonitor: string;
   purposeRights: string;
   privacyDataTitle: string;
   dataIncome: string;

@@ -337,6 +337,61 @@ forEachTarget((target) => {
     });
   });
 
+  describe('happy: the creator stops sharing from the consent link [event:verification.monitoring_ended]', () => {
+    /** The page's forms, by where they post to, with their hidden fields. The suite reads forms, never wording. */
+    const formsOf = (html: string, base: string) =>
+      [...html.matchAll(/<form\s[^>]*method="(get|post)"[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)].map((m) => ({
+        method: m[1]!,
+        action: new URL(m[2]!.replace(/&amp;/g, '&'), base),
+        fields: Object.fromEntries([...m[3]!.matchAll(/<input\s[^>]*name="([^"]*)"[^>]*value="([^"]*)"/g)].map((f) => [f[1]!, f[2]!])),
+      }));
+    const cookieOf = (response: Response) =>
+      response.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0]!)
+        .join('; ');
+
+    it('the link offers to stop; the confirmation posts; monitoring ends with stopped_by_creator, once', async function () {
+      requireSandbox(this, target);
+      const verification = await monitoredNow(6);
+      const id = verification.verification_id;
+      const page = await fetch(verification.consent_url, { headers: { accept: 'text/html' }, redirect: 'manual' });
+      assert.equal(page.status, 200);
+      const offer = formsOf(await page.text(), verification.consent_url).find((f) => f.method === 'get' && f.action.pathname.endsWith('/stop'));
+      assert.ok(offer, 'the completed link of an active monitoring offers to stop sharing');
+      const confirmation = await fetch(offer.action, { headers: { accept: 'text/html' }, redirect: 'manual' });
+      assert.equal(confirmation.status, 200);
+      const form = formsOf(await confirmation.text(), offer.action.toString()).find((f) => f.method === 'post');
+      assert.ok(form, 'the confirmation page posts');
+      // A post without the confirmation page's cookie stops nothing.
+      const forged = await fetch(form.action, { method: 'POST', body: new URLSearchParams(form.fields), redirect: 'manual' });
+      assert.ok(forged.status >= 400, `a post without the page's cookie answered ${forged.status}`);
+      assert.equal((await monitoringOf(id)).state, 'active');
+      const stopped = await fetch(form.action, {
+        method: 'POST',
+        body: new URLSearchParams(form.fields),
+        headers: { cookie: cookieOf(confirmation) },
+        redirect: 'manual',
+      });
+      assert.ok(stopped.status < 400, `the confirmed stop answered ${stopped.status}`);
+      const monitoring = await monitoringOf(id);
+      assert.equal(monitoring.state, 'ended');
+      assert.equal(monitoring.end_reason, 'stopped_by_creator');
+      // Posted again (a double click): nothing more.
+      await fetch(form.action, { method: 'POST', body: new URLSearchParams(form.fields), headers: { cookie: cookieOf(confirmation) }, redirect: 'manual' });
+      assert.deepEqual(
+        named(await eventsOf(id), 'verification.monitoring_ended').map((e) => e.reason),
+        ['stopped_by_creator'],
+      );
+      const after = await fetch(verification.consent_url, { headers: { accept: 'text/html' }, redirect: 'manual' });
+      assert.equal(
+        formsOf(await after.text(), verification.consent_url).some((f) => f.action.pathname.endsWith('/stop')),
+        false,
+        'nothing left to stop',
+      );
+    });
+  });
+
   describe('errors: stopping monitoring', () => {
     it('a one-time verification: 422 unprocessable [op:stopMonitoring 422 unprocessable]', async () => {
       const verification = await created(target, { obligor_reference: randomReference('conformance-one-time-'), creator_platforms: ['youtube'] });

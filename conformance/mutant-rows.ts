@@ -24,6 +24,8 @@ export const MUTANTS_BY_ROW: Readonly<Record<string, readonly string[]>> = {
     'refused-grant-keeps-monitoring',
     'window-never-ends',
     'cancel-ends-as-not-completed',
+    'stop-form-unchecked',
+    'creator-stop-as-lender',
   ],
   'event:verification.refresh_failed': ['refresh-failure-unannounced'],
   'event:webhook.test': ['test-event-wrong-event-header'],

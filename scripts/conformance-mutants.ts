@@ -1341,6 +1341,26 @@ export const MUTANTS: Mutant[] = [
     replace: '        next.nextRefreshAt = schedule.markAt(monitoring.startsAt!, payload.mark + 2).toISOString();',
     grep: 'one refresh at each mark',
   },
+  {
+    id: 'stop-form-unchecked',
+    group: 'monitoring',
+    rows: ['event:verification.monitoring_ended'],
+    defect: "the creator's stop form is taken without the confirmation page's cookie: a forged post ends monitoring",
+    file: 'src/consent/stop-sharing.ts',
+    find: "  if (!browserSecret || typeof submitted !== 'string') return false;",
+    replace: '  return true;',
+    grep: 'the creator stops sharing',
+  },
+  {
+    id: 'creator-stop-as-lender',
+    group: 'monitoring',
+    rows: ['event:verification.monitoring_ended'],
+    defect: "the creator's stop is reported as the lender's",
+    file: 'src/verifications/verification-lifecycle.ts',
+    find: "'stopped_by_creator', now, this.monitoring)",
+    replace: "'stopped_by_lender', now, this.monitoring)",
+    grep: 'the creator stops sharing',
+  },
 ];
 
 /** The service's variables, none inherited from the calling shell (as the suite's own harness does). */

@@ -53,6 +53,10 @@ export const MUTANTS_BY_ROW: Readonly<Record<string, readonly string[]>> = {
   'op:cancelVerification 404 not_found': ['cancel-unknown-refused', 'cancel-other-lender'],
   'op:cancelVerification 422 unprocessable': ['cancel-accepts-processing', 'cancel-accepts-failed', 'cancel-accepts-expired', 'cancel-moves-expired'],
   'op:createOverlay 201': [
+    'aml-hit-only-caps-the-tier',
+    'kyb-failure-only-caps-the-tier',
+    'screening-last-attached-decides',
+    'unread-status-lifts-aml-hit',
     'sharia-earliest-verdict-decides',
     'sharia-non-compliant-shown-compliant',
     'overlay-moves-tape-generated-at',

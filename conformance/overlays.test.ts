@@ -15,11 +15,23 @@ import { attemptWaitMs, requireWebhooks, WebhookSession } from './webhooks.ts';
 interface Tape {
   schema_version: string;
   tape_generated_at: string;
+  as_of_date: string;
   overlay_blocks?: Array<{ overlay_id: string; type: string; status: string }>;
   islamic_compliance?: { status: string };
-  eligibility: { eligible?: boolean; tier?: string };
+  eligibility: { eligible?: boolean; tier?: string; max_advance_eur?: number; flags: Array<{ code: string; severity: string; message: string }> };
   cashflow_summary?: unknown;
 }
+
+/** The flags an aml, kyb or credit_bureau verdict sets (P34, docs/scoring.md section 4). */
+const SCREENING_FLAGS = ['AML_HIT', 'AML_REVIEW_REQUIRED', 'KYB_FAILED', 'KYB_REVIEW_REQUIRED', 'CREDIT_BUREAU_ADVERSE', 'CREDIT_BUREAU_REVIEW_REQUIRED'];
+const screeningFlags = (tape: Tape) => tape.eligibility.flags.filter((f) => SCREENING_FLAGS.includes(f.code));
+const verdict = (type: 'aml' | 'kyb' | 'credit_bureau', status: string, observedAt: string) => ({
+  type,
+  provider: 'Screen Co',
+  reference: `scr-${randomUUID().slice(0, 8)}`,
+  status,
+  observed_at: observedAt,
+});
 
 const screening = (status: string, observedAt = '2026-11-20T09:30:00Z') => ({
   type: 'sharia_screening',
@@ -45,6 +57,14 @@ forEachTarget((target: Target) => {
       creator_platforms: ['youtube', 'stripe'],
       product_type: 'murabaha',
     });
+    assert.equal(response.status, 201, response.text);
+    const verification = response.json as Verification;
+    assert.equal(verification.status, 'completed');
+    return verification;
+  };
+  /** rbf, the default product type: nothing but a screening overlay can make it ineligible. */
+  const completedRbf = async () => {
+    const response = await createVerification(target, { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] });
     assert.equal(response.status, 201, response.text);
     const verification = response.json as Verification;
     assert.equal(verification.status, 'completed');
@@ -109,9 +129,10 @@ forEachTarget((target: Target) => {
       assert.equal(tape.overlay_blocks?.length, 2);
     });
 
-    it('other overlay types are carried as data', async function () {
+    it('clear aml, kyb and credit_bureau verdicts are carried as data and change no eligibility', async function () {
       requireSandbox(this, target);
       const verification = await completedMurabaha();
+      const before = await tapeOf(verification.verification_id);
       for (const type of ['credit_bureau', 'kyb', 'aml']) {
         const response = await attach(verification.verification_id, {
           type,
@@ -125,6 +146,83 @@ forEachTarget((target: Target) => {
       const tape = await tapeOf(verification.verification_id);
       assert.deepEqual(tape.overlay_blocks?.map((o) => o.type).sort(), ['aml', 'credit_bureau', 'kyb']);
       assert.equal(tape.islamic_compliance?.status, 'pending', 'only a sharia_screening decides islamic_compliance');
+      assert.deepEqual(tape.eligibility, before.eligibility, 'a clear verdict leaves the eligibility as it was');
+    });
+
+    it('an aml hit: AML_HIT, critical, and ineligible at every schema version; a later clear lifts it; the dates stay (P34)', async function () {
+      requireSandbox(this, target);
+      const { verification_id: id } = await completedRbf();
+      const before = await tapeOf(id);
+      assert.equal(before.eligibility.eligible, true, 'demo_prime_multi is eligible without overlays');
+      assert.deepEqual(screeningFlags(before), []);
+      assert.equal((await attach(id, verdict('aml', 'hit', '2026-11-20T09:30:00Z'))).status, 201);
+      for (const version of ['1.0.0', '1.1.0', '1.2.0', '2.0.0']) {
+        const tape = await tapeOf(id, version);
+        assert.deepEqual(
+          screeningFlags(tape).map((f) => [f.code, f.severity]),
+          [['AML_HIT', 'critical']],
+          `${version}: a reader of any version sees the hit`,
+        );
+        assert.match(screeningFlags(tape)[0]!.message, /Screen Co.*2026-11-20T09:30:00Z.*"hit"/, version);
+        assert.deepEqual([tape.eligibility.eligible, tape.eligibility.tier, tape.eligibility.max_advance_eur], [false, 'ineligible', 0], version);
+      }
+      const hit = await tapeOf(id);
+      assert.equal(hit.tape_generated_at, before.tape_generated_at, 'the same income, scored as of the same time (P21)');
+      assert.equal(hit.as_of_date, before.as_of_date);
+
+      assert.equal((await attach(id, verdict('aml', 'Clear', '2026-11-22T09:30:00Z'))).status, 201);
+      const cleared = await tapeOf(id);
+      assert.deepEqual(screeningFlags(cleared), [], 'a later clear lifts the hit');
+      assert.deepEqual(cleared.eligibility, before.eligibility);
+      assert.equal(cleared.tape_generated_at, before.tape_generated_at);
+      assert.equal(cleared.as_of_date, before.as_of_date);
+    });
+
+    it('an aml verdict observed earlier than the one on the tape does not overturn it, whatever the order of attachment (P34)', async function () {
+      requireSandbox(this, target);
+      const { verification_id: id } = await completedRbf();
+      assert.equal((await attach(id, verdict('aml', 'clear', '2026-11-22T09:30:00Z'))).status, 201);
+      assert.equal((await attach(id, verdict('aml', 'hit', '2026-11-20T09:30:00Z'))).status, 201);
+      const tape = await tapeOf(id);
+      assert.deepEqual(screeningFlags(tape), [], 'the clear of the 22nd decides, not the hit of the 20th attached after it');
+      assert.equal(tape.eligibility.eligible, true);
+    });
+
+    it('a status the service does not read asks for review and does not lift an aml hit (P34)', async function () {
+      requireSandbox(this, target);
+      const { verification_id: id } = await completedRbf();
+      assert.equal((await attach(id, verdict('aml', 'hit', '2026-11-20T09:30:00Z'))).status, 201);
+      assert.equal((await attach(id, verdict('aml', 'under investigation', '2026-11-22T09:30:00Z'))).status, 201);
+      const tape = await tapeOf(id);
+      assert.deepEqual(
+        screeningFlags(tape).map((f) => [f.code, f.severity]),
+        [
+          ['AML_HIT', 'critical'],
+          ['AML_REVIEW_REQUIRED', 'warning'],
+        ],
+      );
+      assert.equal(tape.eligibility.eligible, false, 'only a readable clear lifts a hit');
+    });
+
+    it('a failed kyb check makes the tape ineligible; an adverse credit bureau record keeps it at subprime or below (P34)', async function () {
+      requireSandbox(this, target);
+      const kyb = await completedRbf();
+      assert.equal((await attach(kyb.verification_id, verdict('kyb', 'failed', '2026-11-20T09:30:00Z'))).status, 201);
+      const failed = await tapeOf(kyb.verification_id);
+      assert.deepEqual(
+        screeningFlags(failed).map((f) => [f.code, f.severity]),
+        [['KYB_FAILED', 'critical']],
+      );
+      assert.deepEqual([failed.eligibility.eligible, failed.eligibility.tier], [false, 'ineligible']);
+
+      const bureau = await completedRbf();
+      assert.equal((await attach(bureau.verification_id, verdict('credit_bureau', 'adverse', '2026-11-20T09:30:00Z'))).status, 201);
+      const adverse = await tapeOf(bureau.verification_id);
+      assert.deepEqual(
+        screeningFlags(adverse).map((f) => [f.code, f.severity]),
+        [['CREDIT_BUREAU_ADVERSE', 'warning']],
+      );
+      assert.equal(adverse.eligibility.tier, 'subprime', 'demo_prime_multi is prime without it');
     });
 
     it('with an Idempotency-Key: the same request is answered again without a second overlay; another body is 409 [op:createOverlay 409 duplicate_request] [header:Idempotency-Key]', async function () {

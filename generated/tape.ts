@@ -17,7 +17,7 @@ export interface RiskTape100 {
    */
   obligor_reference: string;
   /**
-   * ISO 8601 / RFC 3339 timestamp in UTC, always with the `Z` suffix.
+   * When the income on this tape was read and scored: the months before its month are the complete ones, and `as_of_date` and every income figure and flag are as of it. Set when the income is read (at completion, and at each monitoring refresh); kept when the same income is scored again because an overlay was attached, although the eligibility may change then (P21, P34). It is not when this tape was stored (the tape history's `stored_at`), nor when an overlay's verdict was given (its `observed_at`, which may be later).
    */
   tape_generated_at: string;
   /**
@@ -149,11 +149,14 @@ export interface EligibilityCore {
   max_advance_amount: number;
   max_revenue_share_pct: number;
   payback_cap_multiple: number;
+  /**
+   * Every rule that fired, income rules first, then the product's, then the screening overlays' (P34). The same at every schema version, including the flags of overlays a 1.0.0 or 1.1.0 rendering does not list.
+   */
   flags: Flag[];
   covenants: Covenant[];
 }
 /**
- * A finding that influenced or qualifies the decision (D6).
+ * A finding that influenced or qualifies the decision (D6). `code` is open, not a list: new codes appear without a new schema version, and a client must tolerate codes it does not know and act on `severity` (`critical` comes with an ineligible tier). The codes and their rules are in docs/scoring.md; the screening overlays' (P34) are AML_HIT and KYB_FAILED (ineligible, critical), CREDIT_BUREAU_ADVERSE (at most subprime, warning) and AML_REVIEW_REQUIRED, KYB_REVIEW_REQUIRED, CREDIT_BUREAU_REVIEW_REQUIRED (a status the service does not read; warning, no limit).
  */
 export interface Flag {
   code: string;
@@ -320,13 +323,16 @@ export interface JurisdictionProfile {
   regime: 'eu_gdpr' | 'uk_gdpr' | 'difc' | 'other';
 }
 /**
- * A third-party overlay attached to the tape (D20). Its contents beyond these fields are the provider's and are not described.
+ * A third-party overlay attached to the tape (D20). Its contents beyond these fields are the provider's and are not described. What its verdict does to the tape: islamic_compliance (sharia_screening) and the screening flags of eligibility (aml, kyb, credit_bureau; P34).
  */
 export interface OverlayBlock {
   overlay_id: string;
   type: 'sharia_screening' | 'credit_bureau' | 'kyb' | 'aml';
   provider: string;
   reference?: string | null;
+  /**
+   * The provider's verdict, kept as given. The service reads it case-insensitively, surrounding space ignored and inner spaces and hyphens as `_`. sharia_screening: `compliant`, `non_compliant`. aml: `clear`, `no_hit`, `no_match`, `negative`; adverse `hit`, `match`, `potential_match`, `positive` (AML_HIT, ineligible). kyb: `pass`, `passed`, `verified`, `approved`, `clear`; adverse `fail`, `failed`, `rejected`, `not_verified`, `declined` (KYB_FAILED, ineligible). credit_bureau: `clear`, `satisfactory`, `no_adverse`; adverse `adverse`, `default`, `delinquent`, `insolvency` (CREDIT_BUREAU_ADVERSE, at most subprime). Per type the latest readable verdict by observed_at decides; any other status decides nothing and, when it is the latest of an aml, kyb or credit_bureau type, adds a review flag (AML_REVIEW_REQUIRED, KYB_REVIEW_REQUIRED, CREDIT_BUREAU_REVIEW_REQUIRED; docs/scoring.md section 4).
+   */
   status: string;
   /**
    * ISO 8601 / RFC 3339 timestamp in UTC, always with the `Z` suffix.

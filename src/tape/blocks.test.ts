@@ -47,6 +47,11 @@ describe('tape/blocks', () => {
       islamicCompliance([screening('in_review', '2026-11-02T00:00:00Z'), { ...screening('compliant', '2026-11-03T00:00:00Z'), type: 'kyb' }]).status,
       'pending',
     );
+    assert.equal(
+      islamicCompliance([screening('toString', '2026-11-02T00:00:00Z'), screening('__proto__', '2026-11-02T00:00:00Z')]).status,
+      'pending',
+      'no inherited member is a verdict',
+    );
     assert.deepEqual(islamicCompliance([screening('Non-Compliant', '2026-11-04T00:00:00.5Z'), screening('COMPLIANT', '2026-11-04T00:00:00Z')]), {
       sharia_eligible: false,
       status: 'non_compliant',

@@ -33,14 +33,19 @@ export function affordabilityBlock(obligations: number, monthlyAvg: number, cv: 
 /** Products whose tape carries islamic_compliance. */
 export const SHARIA_PRODUCTS: ReadonlySet<ProductType> = new Set(['murabaha', 'hpp']);
 
-const VERDICTS: Readonly<Record<string, boolean>> = { compliant: true, non_compliant: false };
-const verdictOf = (status: string): boolean | undefined =>
-  VERDICTS[
-    status
-      .trim()
-      .toLowerCase()
-      .replace(/[\s-]+/g, '_')
-  ];
+/** A provider's status as the engine reads it: case, surrounding space, inner spaces and hyphens ignored. */
+export const normaliseVerdict = (status: string): string =>
+  status
+    .trim()
+    .toLowerCase()
+    .replace(/[\s-]+/g, '_');
+
+// A Map, not an object literal: a status such as `toString` must not find an inherited member and read as a verdict.
+export const SHARIA_VERDICTS: ReadonlyMap<string, boolean> = new Map([
+  ['compliant', true],
+  ['non_compliant', false],
+]);
+const verdictOf = (status: string): boolean | undefined => SHARIA_VERDICTS.get(normaliseVerdict(status));
 
 /** The latest sharia_screening overlay with a verdict decides; until one arrives the status is pending (D20). */
 export function islamicCompliance(overlays: readonly OverlayBlock[]): IslamicCompliance {

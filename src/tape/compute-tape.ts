@@ -10,7 +10,11 @@ import { computeMetrics } from './metrics.ts';
 export type RiskTape = RiskTape200;
 
 export interface ComputeOptions {
-  /** Time of computation: the tape's timestamp, and the months before its month are the complete ones. */
+  /**
+   * When the income was read, printed as `tape_generated_at`: the months before its month are the
+   * complete ones. A re-score of the same income (an overlay attached) passes the tape's own
+   * `tape_generated_at`, so every as-of field of the tape stays as it was (P34); nothing here reads a clock.
+   */
   now: Date;
 }
 
@@ -25,7 +29,8 @@ export function computeTape(input: TapeInput, { now }: ComputeOptions): RiskTape
   const m = computeMetrics(input.platforms, now);
   const obligations = input.declaredMonthlyObligationsEur;
   const affordability = obligations == null ? undefined : affordabilityBlock(obligations, m.monthlyAvg, m.cv);
-  const islamic = SHARIA_PRODUCTS.has(input.productType) ? islamicCompliance(input.overlays ?? []) : undefined;
+  const overlays = input.overlays ?? [];
+  const islamic = SHARIA_PRODUCTS.has(input.productType) ? islamicCompliance(overlays) : undefined;
 
   const nd = metricNdEntries(m);
   if (!affordability) nd.push(ndEntry('ND_AFFORDABILITY_NOT_DECLARED'));
@@ -40,6 +45,7 @@ export function computeTape(input: TapeInput, { now }: ComputeOptions): RiskTape
     dataQualityScore: dataQuality.score,
     affordability,
     islamic,
+    overlays,
   });
   const used = m.perPlatform.map((b) => b.platform);
   return {
@@ -87,6 +93,6 @@ export function computeTape(input: TapeInput, { now }: ComputeOptions): RiskTape
     ...(islamic && { islamic_compliance: islamic }),
     ...(affordability && { affordability }),
     jurisdiction_profile: { regime: input.jurisdiction },
-    overlay_blocks: [...(input.overlays ?? [])],
+    overlay_blocks: [...overlays],
   };
 }

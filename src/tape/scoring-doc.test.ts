@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ND_CATALOGUE, TIER_A_FIELDS } from './data-quality.ts';
 import { policyKeys } from './eligibility/policy.ts';
+import { SCREENING_RULES, SCREENING_TYPES } from './eligibility/screening.ts';
 import { PRODUCT_TYPES } from './income.ts';
 import { METRIC_RULES } from './metrics.ts';
 import { ROOT } from '../../test/support/tape.ts';
@@ -52,6 +53,16 @@ describe('tape/docs/scoring.md', () => {
     assert.deepEqual(
       table('| Code | Field |'),
       Object.entries(ND_CATALOGUE).map(([code, s]) => [code, s.field, s.tierA.join(', ') || 'none', s.since, s.message]),
+    );
+  });
+
+  it('lists the verdicts each screening overlay reads, its flags and its limit', () => {
+    assert.deepEqual(
+      table('| Overlay type | Favourable verdicts |'),
+      SCREENING_TYPES.map((type) => {
+        const r = SCREENING_RULES[type];
+        return [type, r.favourable.join(', '), r.adverse.join(', '), r.adverseFlag.code, r.adverseFlag.limit, r.reviewFlag.code];
+      }),
     );
   });
 

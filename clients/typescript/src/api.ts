@@ -225,9 +225,13 @@ export interface paths {
          * Attach a third-party overlay to a tape
          * @description Attaches a third-party data block (Sharia screening, credit bureau, KYB, AML) to the tape of a
          *     completed verification (schema 1.2.0 and later show it in `overlay_blocks`). A
-         *     `sharia_screening` overlay fills `islamic_compliance` for `murabaha` and `hpp` products. The
-         *     tape changes: it is scored again with the overlay (as of its original computation, so the
-         *     income figures stay the same; P21) and a `tape.updated` event follows. A verification that is
+         *     `sharia_screening` overlay fills `islamic_compliance` for `murabaha` and `hpp` products. An
+         *     `aml`, `kyb` or `credit_bureau` verdict adds a flag to `eligibility.flags` at every schema
+         *     version: an AML hit or a failed KYB check makes the tape ineligible, an adverse credit bureau
+         *     record keeps it at subprime or below, a status the service does not read asks for review (P34;
+         *     the verdicts read are listed under `status`). The tape changes: it is scored again with the
+         *     overlay (as of its original computation, so the income figures, `as_of_date` and
+         *     `tape_generated_at` stay the same; P21) and a `tape.updated` event follows. A verification that is
          *     not `completed` is `422 unprocessable`, as is a 51st overlay on one tape; a `data` payload
          *     over 64 KiB is `400 validation_error`.
          */
@@ -773,7 +777,7 @@ export interface components {
             stored_at: components["schemas"]["Timestamp"];
             /** @description Why this tape was made: `completion`, `overlay_attached` or `refresh`. Clients must tolerate values not listed. */
             reason: string;
-            /** @description The tape's own `tape_generated_at`. */
+            /** @description The tape's own `tape_generated_at`: when the income on it was read (a new one at completion and at each refresh; an `overlay_attached` tape keeps the one of the tape it re-scored). */
             tape_generated_at: components["schemas"]["Timestamp"];
             schema_version: components["schemas"]["SchemaVersion"];
             tier: components["schemas"]["Tier"];
@@ -797,6 +801,7 @@ export interface components {
             schema_version: "1.0.0";
             verification_id: components["schemas"]["VerificationId"];
             obligor_reference: components["schemas"]["ObligorReference"];
+            /** @description When the income on this tape was read and scored: the months before its month are the complete ones, and `as_of_date` and every income figure and flag are as of it. Set when the income is read (at completion, and at each monitoring refresh); kept when the same income is scored again because an overlay was attached, although the eligibility may change then (P21, P34). It is not when this tape was stored (the tape history's `stored_at`), nor when an overlay's verdict was given (its `observed_at`, which may be later). */
             tape_generated_at: components["schemas"]["Timestamp"];
             /**
              * Format: date
@@ -830,6 +835,7 @@ export interface components {
             schema_version: "1.1.0";
             verification_id: components["schemas"]["VerificationId"];
             obligor_reference: components["schemas"]["ObligorReference"];
+            /** @description When the income on this tape was read and scored: the months before its month are the complete ones, and `as_of_date` and every income figure and flag are as of it. Set when the income is read (at completion, and at each monitoring refresh); kept when the same income is scored again because an overlay was attached, although the eligibility may change then (P21, P34). It is not when this tape was stored (the tape history's `stored_at`), nor when an overlay's verdict was given (its `observed_at`, which may be later). */
             tape_generated_at: components["schemas"]["Timestamp"];
             /**
              * Format: date
@@ -865,6 +871,7 @@ export interface components {
             schema_version: "1.2.0";
             verification_id: components["schemas"]["VerificationId"];
             obligor_reference: components["schemas"]["ObligorReference"];
+            /** @description When the income on this tape was read and scored: the months before its month are the complete ones, and `as_of_date` and every income figure and flag are as of it. Set when the income is read (at completion, and at each monitoring refresh); kept when the same income is scored again because an overlay was attached, although the eligibility may change then (P21, P34). It is not when this tape was stored (the tape history's `stored_at`), nor when an overlay's verdict was given (its `observed_at`, which may be later). */
             tape_generated_at: components["schemas"]["Timestamp"];
             /**
              * Format: date
@@ -902,6 +909,7 @@ export interface components {
             schema_version: "2.0.0";
             verification_id: components["schemas"]["VerificationId"];
             obligor_reference: components["schemas"]["ObligorReference"];
+            /** @description When the income on this tape was read and scored: the months before its month are the complete ones, and `as_of_date` and every income figure and flag are as of it. Set when the income is read (at completion, and at each monitoring refresh); kept when the same income is scored again because an overlay was attached, although the eligibility may change then (P21, P34). It is not when this tape was stored (the tape history's `stored_at`), nor when an overlay's verdict was given (its `observed_at`, which may be later). */
             tape_generated_at: components["schemas"]["Timestamp"];
             /**
              * Format: date
@@ -960,7 +968,7 @@ export interface components {
             provider: string;
             /** @description The provider's own reference for this report. */
             reference?: string;
-            /** @description The provider's verdict, e.g. `compliant`, `non_compliant`, `clear`, `hit`. */
+            /** @description The provider's verdict, kept as given. The service reads it case-insensitively, surrounding space ignored and inner spaces and hyphens as `_`; per type the latest readable verdict by `observed_at` decides (docs/scoring.md section 4, P34). `sharia_screening`: `compliant`, `non_compliant`. `aml`: `clear`, `no_hit`, `no_match`, `negative`; adverse `hit`, `match`, `potential_match`, `positive` (flag `AML_HIT`, ineligible). `kyb`: `pass`, `passed`, `verified`, `approved`, `clear`; adverse `fail`, `failed`, `rejected`, `not_verified`, `declined` (flag `KYB_FAILED`, ineligible). `credit_bureau`: `clear`, `satisfactory`, `no_adverse`; adverse `adverse`, `default`, `delinquent`, `insolvency` (flag `CREDIT_BUREAU_ADVERSE`, at most subprime). Any other status is accepted and kept but decides nothing; when it is the latest of its type (other than `sharia_screening`) the tape gets a review flag (`AML_REVIEW_REQUIRED`, `KYB_REVIEW_REQUIRED`, `CREDIT_BUREAU_REVIEW_REQUIRED`). */
             status: string;
             observed_at: components["schemas"]["Timestamp"];
             /** @description The provider's payload, kept as given (at most 64 KiB). */
@@ -1348,7 +1356,7 @@ export interface components {
         Tier: "prime" | "standard" | "subprime" | "ineligible";
         /** @description Amount in euro, rounded to cents. */
         NonNegativeEuroAmount: number;
-        /** @description A finding that influenced or qualifies the decision (D6). */
+        /** @description A finding that influenced or qualifies the decision (D6). `code` is open, not a list: new codes appear without a new schema version, and a client must tolerate codes it does not know and act on `severity` (`critical` comes with an ineligible tier). The codes and their rules are in docs/scoring.md; the screening overlays' (P34) are AML_HIT and KYB_FAILED (ineligible, critical), CREDIT_BUREAU_ADVERSE (at most subprime, warning) and AML_REVIEW_REQUIRED, KYB_REVIEW_REQUIRED, CREDIT_BUREAU_REVIEW_REQUIRED (a status the service does not read; warning, no limit). */
         Flag: {
             /** @example HIGH_VOLATILITY */
             code: string;
@@ -1371,6 +1379,7 @@ export interface components {
             max_advance_amount: components["schemas"]["NonNegativeEuroAmount"];
             max_revenue_share_pct: number;
             payback_cap_multiple: number;
+            /** @description Every rule that fired, income rules first, then the product's, then the screening overlays' (P34). The same at every schema version, including the flags of overlays a 1.0.0 or 1.1.0 rendering does not list. */
             flags: components["schemas"]["Flag"][];
             covenants: components["schemas"]["Covenant"][];
         };
@@ -1417,15 +1426,18 @@ export interface components {
         };
         /** @enum {string} */
         OverlayType: "sharia_screening" | "credit_bureau" | "kyb" | "aml";
-        /** @description A third-party overlay attached to the tape (D20). Its contents beyond these fields are the provider's and are not described. */
+        /** @description A third-party overlay attached to the tape (D20). Its contents beyond these fields are the provider's and are not described. What its verdict does to the tape: islamic_compliance (sharia_screening) and the screening flags of eligibility (aml, kyb, credit_bureau; P34). */
         OverlayBlock: {
             overlay_id: string;
             type: components["schemas"]["OverlayType"];
             provider: string;
             reference?: string | null;
+            /** @description The provider's verdict, kept as given. The service reads it case-insensitively, surrounding space ignored and inner spaces and hyphens as `_`. sharia_screening: `compliant`, `non_compliant`. aml: `clear`, `no_hit`, `no_match`, `negative`; adverse `hit`, `match`, `potential_match`, `positive` (AML_HIT, ineligible). kyb: `pass`, `passed`, `verified`, `approved`, `clear`; adverse `fail`, `failed`, `rejected`, `not_verified`, `declined` (KYB_FAILED, ineligible). credit_bureau: `clear`, `satisfactory`, `no_adverse`; adverse `adverse`, `default`, `delinquent`, `insolvency` (CREDIT_BUREAU_ADVERSE, at most subprime). Per type the latest readable verdict by observed_at decides; any other status decides nothing and, when it is the latest of an aml, kyb or credit_bureau type, adds a review flag (AML_REVIEW_REQUIRED, KYB_REVIEW_REQUIRED, CREDIT_BUREAU_REVIEW_REQUIRED; docs/scoring.md section 4). */
             status: string;
+            /** @description When the provider gave the verdict; the latest readable verdict of each type decides. */
             observed_at: components["schemas"]["Timestamp"];
             data: Record<string, never>;
+            /** @description When the overlay was attached to the tape. */
             created_at?: components["schemas"]["Timestamp"];
         };
         /**

@@ -1,10 +1,12 @@
-// Eligibility dispatched by product type (section 9.7): the common rules and the product's own rules
-// each set a limit; the tier is the lowest limit, and the product sizes the advance for that tier.
+// Eligibility dispatched by product type (section 9.7): the common rules, the product's own rules and
+// the screening overlays (P34) each set a limit; the tier is the lowest limit, and the product sizes
+// the advance for that tier.
 import type { RiskTape200 } from '../../../generated/tape.ts';
 import type { Tier } from '../income.ts';
 import { cents } from '../round.ts';
 import { commonCovenants, commonFindings } from './common.ts';
 import { PRODUCT_RULES } from './policy.ts';
+import { screeningFindings } from './screening.ts';
 import { type EligibilityContext, type Finding, TIER_RANK } from './types.ts';
 
 export type Eligibility = RiskTape200['eligibility'];
@@ -13,7 +15,7 @@ const SEVERITY = { ineligible: 'critical', subprime: 'warning', standard: 'info'
 
 export function decideEligibility(ctx: EligibilityContext): Eligibility {
   const rules = PRODUCT_RULES[ctx.productType];
-  const findings: Finding[] = [...commonFindings(ctx), ...rules.findings(ctx)];
+  const findings: Finding[] = [...commonFindings(ctx), ...rules.findings(ctx), ...screeningFindings(ctx.overlays)];
   let tier: Tier = 'prime';
   for (const f of findings) if (f.limit !== null && TIER_RANK[f.limit] < TIER_RANK[tier]) tier = f.limit;
 

@@ -1,4 +1,4 @@
-import type { Affordability, Covenant, Flag, IslamicCompliance } from '../../../generated/tape.ts';
+import type { Affordability, Covenant, Flag, IslamicCompliance, OverlayBlock } from '../../../generated/tape.ts';
 import type { ProductType, Tier } from '../income.ts';
 import type { IncomeMetrics } from '../metrics.ts';
 import type { COMMON_KEYS } from './common.ts';
@@ -22,6 +22,8 @@ export interface EligibilityContext<K extends string = never> {
   dataQualityScore: number;
   affordability: Affordability | undefined;
   islamic: IslamicCompliance | undefined;
+  /** Every overlay attached so far, oldest first. */
+  overlays: readonly OverlayBlock[];
 }
 
 /**

@@ -123,6 +123,29 @@ for (const factory of testDatabases()) {
       return created.body.verification_id as string;
     }
 
+    /** A verification with ongoing monitoring: the sandbox completes a synthetic creator's at creation. */
+    async function monitored(api: Awaited<ReturnType<typeof lender>>['api']): Promise<string> {
+      const created = await api.post('/verifications', {
+        obligor_reference: 'demo_prime_multi',
+        creator_platforms: ['youtube', 'stripe'],
+        monitoring: { months: 3 },
+      });
+      assert.equal(created.status, 201, created.text);
+      assert.equal(created.body.status, 'completed');
+      assert.equal(created.body.monitoring.state, 'active');
+      return created.body.verification_id as string;
+    }
+
+    /** The Tape history table's rows: tape id, reason and whether it is the latest. */
+    const historyOf = (html: string) => {
+      const section = /<section aria-labelledby="tape-history">(.*?)<\/section>/s.exec(html)?.[1] ?? '';
+      return [
+        ...section.matchAll(
+          /<tr><td><a href="[^"]*\?tape_id=(tap_\w+)#tape".*?<\/td>.*?<td>([^<]+)<\/td><td>[^<]+<\/td><td>[^<]+<\/td><td>[^<]+<\/td><td>(latest|—)<\/td><\/tr>/g,
+        ),
+      ].map((m) => ({ tapeId: m[1]!, reason: m[2]!, latest: m[3] === 'latest' }));
+    };
+
     /** An endpoint whose receiver refuses, and one delivery that failed for good. */
     async function failedDelivery(api: Awaited<ReturnType<typeof lender>>['api']) {
       const path = `/refuses-${randomUUID()}`;
@@ -273,6 +296,178 @@ for (const factory of testDatabases()) {
           assert.equal(download.status, 200, `${productType} at ${version}`);
         }
       }
+    });
+
+    it('shows a monitored verification: its monitoring, every tape with a link to each, and the income chart with the same figures as a table', async () => {
+      const a = await lender();
+      const id = await monitored(a.api);
+      const { agent } = await signIn(a.viewer);
+      const page = await agent.get(`/dashboard/verifications/${id}`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers['content-security-policy']!, /default-src 'none'; style-src 'self'/);
+      const monitoring = (await a.api.get(`/verifications/${id}`)).body.monitoring;
+      for (const text of [
+        '<h2 id="monitoring">Ongoing monitoring</h2>',
+        '<dt>State</dt><dd>active</dd>',
+        '<dt>Months</dt><dd>3</dd>',
+        `<dt>Window ends</dt><dd><time datetime="${monitoring.ends_at}">`,
+        `<dt>Next refresh</dt><dd><time datetime="${monitoring.next_refresh_at}">`,
+        '<dt>Refresh on demand</dt><dd>none waiting</dd>',
+        '<dt>Failed refreshes in a row</dt><dd>0</dd>',
+        'An admin of your account can refresh or stop monitoring.',
+      ]) {
+        assert.ok(page.text.includes(text), text);
+      }
+      assert.ok(!page.text.includes('Refresh now</button>') && !page.text.includes('Stop monitoring…'), 'no actions for a viewer');
+      const tapes = (await a.api.get(`/verifications/${id}/tapes`)).body.data;
+      assert.deepEqual(historyOf(page.text), [{ tapeId: tapes[0].tape_id, reason: 'completion', latest: true }]);
+
+      // The chart: an image with a name and a description, a bar per platform and month, in the stylesheet's terms only.
+      const svg = /<svg [^>]*role="img" aria-labelledby="income-chart-title income-chart-desc".*?<\/svg>/s.exec(page.text)?.[0];
+      assert.ok(svg, 'an inline SVG chart');
+      assert.match(svg, /<title id="income-chart-title">Monthly income per platform, in euro<\/title>/);
+      assert.match(svg, /<desc id="income-chart-desc">Bars per month, one per platform \(youtube, stripe\)/);
+      assert.ok(!/\sstyle=|<script/i.test(page.text), 'no style attribute, which the CSP would block, and no script');
+      const months = [...svg.matchAll(/<title>youtube, ([A-Z][a-z]{2} \d{4}): /g)].map((m) => m[1]);
+      assert.ok(months.length >= 3, `months charted: ${months.join(', ')}`);
+      // The table after the chart: the same months, a column per platform and the total.
+      const tableHtml = /<table>\s*<caption>Monthly income per platform.*?<\/table>/s.exec(page.text)?.[0] ?? assert.fail('no income table');
+      assert.ok(page.text.indexOf(tableHtml) > page.text.indexOf(svg), 'the table follows the chart');
+      assert.match(tableHtml, /<th scope="col">youtube<\/th><th scope="col">stripe<\/th><th scope="col">All platforms<\/th>/);
+      const rows = [...tableHtml.matchAll(/<tr><th scope="row">([^<]+)<\/th>/g)].map((m) => m[1]);
+      for (const month of months) assert.ok(rows.includes(month), `${month} in the table`);
+      const css = await agent.get('/dashboard/assets/dashboard.css');
+      assert.match(css.text, /svg\.chart \{/);
+      assert.match(css.text, /@media print \{[^@]*\.table \{ overflow: visible; \}/, 'the table prints whole');
+    });
+
+    it('lets an admin refresh a monitored verification now (CSRF-protected, not a viewer): the refresh waits, then its tape is in the history; another is refused as waiting, then as too soon', async () => {
+      const a = await lender();
+      const id = await monitored(a.api);
+      const base = `/dashboard/verifications/${id}`;
+      const viewer = await signIn(a.viewer);
+      const adminSession = await signIn(a.admin);
+      const page = await adminSession.agent.get(base);
+      assert.ok(page.text.includes(`<form method="post" action="${base}/refresh"><input type="hidden" name="_csrf"`), 'a form with the token');
+      assert.ok(page.text.includes('Refresh now</button>'));
+
+      assert.equal((await adminSession.agent.post(`${base}/refresh`).type('form').send({})).status, 403, 'no token');
+      assert.equal((await adminSession.agent.post(`${base}/refresh`).type('form').send({ _csrf: viewer.csrf })).status, 403, "another session's token");
+      const byViewer = await viewer.agent.post(`${base}/refresh`).type('form').send({ _csrf: viewer.csrf });
+      assert.equal(byViewer.status, 403);
+      assert.match(byViewer.text, /Admins only/);
+      assert.equal((await a.api.get(`/verifications/${id}`)).body.monitoring.refresh_requested_at, null, 'nothing was asked');
+
+      const asked = clock.now();
+      const requested = await adminSession.agent.post(`${base}/refresh`).type('form').send({ _csrf: adminSession.csrf });
+      assert.equal(requested.status, 303, requested.text);
+      assert.equal(requested.headers.location, `${base}?notice=refresh_requested#monitoring`);
+      const waiting = await adminSession.agent.get(`${base}?notice=refresh_requested`);
+      assert.match(waiting.text, /<p class="notice" role="status">Refresh requested/);
+      assert.ok(waiting.text.includes(`<dt>Refresh on demand</dt><dd>waiting, asked <time datetime="${asked.toISOString()}">`));
+
+      const again = await adminSession.agent.post(`${base}/refresh`).type('form').send({ _csrf: adminSession.csrf });
+      assert.equal(again.status, 409);
+      assert.match(again.text, /<p class="error" role="alert">Not refreshed: a refresh is already waiting to run\./);
+      assert.ok(again.text.includes('<h2 id="monitoring">'), 'shown on the verification page');
+
+      clock.advance(5_000);
+      await service.jobs.runDue();
+      const done = await adminSession.agent.get(base);
+      const history = historyOf(done.text);
+      assert.deepEqual(
+        history.map((t) => [t.reason, t.latest]),
+        [
+          ['refresh', true],
+          ['completion', false],
+        ],
+      );
+      assert.ok(done.text.includes('<dt>Refresh on demand</dt><dd>none waiting</dd>'));
+      assert.match(done.text, /<dt>Last refresh<\/dt><dd><time/);
+
+      const tooSoon = await adminSession.agent.post(`${base}/refresh`).type('form').send({ _csrf: adminSession.csrf });
+      assert.equal(tooSoon.status, 429);
+      const next = new Date(asked.getTime() + 24 * 60 * 60 * 1000).toISOString().slice(0, 16).replace('T', ' ');
+      assert.ok(tooSoon.text.includes(`Not refreshed: Refresh now works once a day. The next is possible from ${next} UTC.`), tooSoon.text);
+      assert.ok(Number(tooSoon.headers['retry-after']) > 24 * 60 * 60 - 60);
+
+      // The earlier tape, from its row: shown with a note, and downloaded as the API gives it.
+      const earlier = history[1]!.tapeId;
+      const shown = await adminSession.agent.get(`${base}?tape_id=${earlier}`);
+      assert.equal(shown.status, 200);
+      assert.match(shown.text, /<h2 id="tape">Earlier Risk Tape<\/h2>/);
+      assert.ok(shown.text.includes(`<input type="hidden" name="tape_id" value="${earlier}">`));
+      assert.ok(shown.text.includes(`${earlier}</a> <span class="hint">(shown below)</span>`));
+      const download = await adminSession.agent.get(`${base}/tape.json?tape_id=${earlier}&schema_version=2.0.0`);
+      assert.equal(download.status, 200);
+      assert.match(download.headers['content-disposition']!, new RegExp(`${earlier}-2\\.0\\.0\\.json`));
+      assert.deepEqual(JSON.parse(download.text), (await a.api.get(`/verifications/${id}/tape?tape_id=${earlier}`)).body);
+      assert.notDeepEqual(JSON.parse(download.text), (await a.api.get(`/verifications/${id}/tape`)).body, 'not the latest');
+      assert.equal((await adminSession.agent.get(`${base}?tape_id=tap_unknown`)).status, 404);
+      assert.equal((await adminSession.agent.get(`${base}?tape_id=${encodeURIComponent('<x>')}`)).status, 400);
+    });
+
+    it("lets an admin stop monitoring after a confirmation step (CSRF-protected, not a viewer, not another lender's admin); then nothing is offered and a refresh is refused", async () => {
+      const a = await lender();
+      const b = await lender();
+      const id = await monitored(a.api);
+      const base = `/dashboard/verifications/${id}`;
+      const stateOf = async () => (await a.api.get(`/verifications/${id}`)).body.monitoring;
+      const viewer = await signIn(a.viewer);
+      assert.equal((await viewer.agent.get(`${base}/monitoring/stop`)).status, 403);
+      assert.equal((await viewer.agent.post(`${base}/monitoring/stop`).type('form').send({ _csrf: viewer.csrf, confirm: 'yes' })).status, 403);
+      const intruder = await signIn(b.admin);
+      assert.equal((await intruder.agent.get(`${base}/monitoring/stop`)).status, 404);
+      assert.equal((await intruder.agent.post(`${base}/monitoring/stop`).type('form').send({ _csrf: intruder.csrf, confirm: 'yes' })).status, 404);
+      assert.equal((await intruder.agent.post(`${base}/refresh`).type('form').send({ _csrf: intruder.csrf })).status, 404);
+
+      const adminSession = await signIn(a.admin);
+      const page = await adminSession.agent.get(base);
+      assert.ok(page.text.includes(`<form method="get" action="${base}/monitoring/stop">`));
+      const confirm = await adminSession.agent.get(`${base}/monitoring/stop`);
+      assert.equal(confirm.status, 200);
+      assert.ok(confirm.text.includes(`Stop monitoring verification <span class="mono">${id}</span>?`));
+      assert.match(confirm.text, /<input type="hidden" name="confirm" value="yes">/);
+      assert.equal((await adminSession.agent.post(`${base}/monitoring/stop`).type('form').send({ confirm: 'yes' })).status, 403, 'no token');
+      const unconfirmed = await adminSession.agent.post(`${base}/monitoring/stop`).type('form').send({ _csrf: adminSession.csrf });
+      assert.equal(unconfirmed.status, 200);
+      assert.match(unconfirmed.text, /Stop monitoring verification/);
+      assert.equal((await stateOf()).state, 'active', 'not stopped without confirmation, nor by a viewer or another lender');
+
+      const stopped = await adminSession.agent.post(`${base}/monitoring/stop`).type('form').send({ _csrf: adminSession.csrf, confirm: 'yes' });
+      assert.equal(stopped.status, 303);
+      assert.equal(stopped.headers.location, `${base}?notice=monitoring_stopped#monitoring`);
+      assert.deepEqual([(await stateOf()).state, (await stateOf()).end_reason], ['ended', 'stopped_by_lender']);
+      const after = await adminSession.agent.get(`${base}?notice=monitoring_stopped`);
+      assert.match(after.text, /role="status">Monitoring stopped/);
+      assert.ok(after.text.includes('<dt>State</dt><dd>ended: stopped from your account</dd>'));
+      assert.ok(!after.text.includes('Refresh now</button>') && !after.text.includes('Stop monitoring…'), 'nothing left to do');
+      const refused = await adminSession.agent.post(`${base}/refresh`).type('form').send({ _csrf: adminSession.csrf });
+      assert.equal(refused.status, 422);
+      assert.match(refused.text, /Not refreshed: only active monitoring is refreshed\. The monitoring of verification \S+ is ended \(stopped_by_lender\)/);
+      // Stopping again changes nothing; its confirmation leads back to the page.
+      assert.equal((await adminSession.agent.post(`${base}/monitoring/stop`).type('form').send({ _csrf: adminSession.csrf, confirm: 'yes' })).status, 303);
+      assert.equal((await adminSession.agent.get(`${base}/monitoring/stop`)).headers.location, `${base}#monitoring`);
+    });
+
+    it('shows a one-time verification without a monitoring section or its actions, and refuses them', async () => {
+      const a = await lender();
+      const id = await completed(a.api);
+      const base = `/dashboard/verifications/${id}`;
+      const { agent, csrf } = await signIn(a.admin);
+      const page = await agent.get(base);
+      assert.equal(page.status, 200);
+      assert.ok(page.text.includes('<dt>Monitoring</dt><dd>none: a one-time verification</dd>'));
+      for (const absent of ['Ongoing monitoring', 'Refresh now', 'Stop monitoring', '/refresh"', '/monitoring/stop"'])
+        assert.ok(!page.text.includes(absent), absent);
+      assert.equal(historyOf(page.text).length, 1, 'its one tape is listed');
+      assert.match(page.text, /<svg [^>]*role="img"/, 'its income charted');
+      const refresh = await agent.post(`${base}/refresh`).type('form').send({ _csrf: csrf });
+      assert.equal(refresh.status, 422);
+      assert.match(refresh.text, /created without monitoring/);
+      assert.equal((await agent.post(`${base}/monitoring/stop`).type('form').send({ _csrf: csrf, confirm: 'yes' })).status, 422);
+      assert.equal((await agent.get(`${base}/monitoring/stop`)).status, 422);
+      assert.equal((await a.api.get(`/verifications/${id}`)).body.monitoring, undefined);
     });
 
     it('lets a viewer read but not change, and an admin replay a failed delivery (a new delivery, the log shows it)', async () => {

@@ -4,6 +4,7 @@ import type { ApiKeyRecord, LenderAccount } from '../accounts/model.ts';
 import { BASE_CSS, escapeHtml as e } from '../platform/html.ts';
 import type { Delivery } from '../webhooks/webhooks-repository.ts';
 import type { DashboardRole, DashboardUser } from './dashboard-repository.ts';
+import { incomeChartSvg, incomeTable, type IncomeFigures } from './income-chart.ts';
 
 // The lender dashboard's pages: server-rendered, no JavaScript, no third-party assets, every value
 // escaped; the consent pages' look (platform/html.ts) widened for tables. English only: the
@@ -12,6 +13,8 @@ import type { DashboardRole, DashboardUser } from './dashboard-repository.ts';
 type Verification = components['schemas']['Verification'];
 type Webhook = components['schemas']['Webhook'];
 type Benchmark = components['schemas']['Benchmark'];
+type Monitoring = components['schemas']['Monitoring'];
+export type TapeSummary = components['schemas']['TapeSummary'];
 export type EventName = components['schemas']['EventName'];
 
 export const DASHBOARD_CSS = `${BASE_CSS}
@@ -41,6 +44,15 @@ form.inline { display: inline; }
 .error { background: #fbeaea; border-inline-start: 4px solid #a4262c; padding: .5rem .75rem; }
 .tier { font-size: 1.3rem; font-weight: 700; }
 code, .mono { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .9em; }
+svg.chart { display: block; width: 100%; max-width: 720px; height: auto; margin: .5rem 0; }
+caption { text-align: start; font-weight: 600; padding: .25rem 0; }
+@media print {
+  body, main { background: #fff; }
+  main, footer, header.top { max-width: none; }
+  header.top nav, header.top form, main form { display: none; }
+  .table { overflow: visible; }
+  svg.chart, tr { break-inside: avoid; }
+}
 `;
 
 /** Who is looking, and the token their forms carry. */
@@ -198,7 +210,11 @@ function timelineSection(timeline: Timeline): string {
 <ol>${entries.map((entry) => `<li>${when(entry.at)} ${entry.html}</li>`).join('\n')}</ol></section>`;
 }
 
-function tapeSection(verificationId: string, tape: RiskTape200, versions: readonly string[]): string {
+const REASONS: Record<string, string> = { completion: 'completion', overlay_attached: 'overlay attached', refresh: 'refresh' };
+const reasonOf = (reason: string) => e(REASONS[reason] ?? reason);
+
+/** `earlier`: the tape shown is one of the history's older ones rather than the latest. */
+function tapeSection(verificationId: string, tape: RiskTape200, versions: readonly string[], earlier?: TapeSummary): string {
   const el = tape.eligibility;
   const cf = tape.cashflow_summary;
   const rp = tape.risk_profile;
@@ -216,7 +232,12 @@ function tapeSection(verificationId: string, tape: RiskTape200, versions: readon
   const overlays = (tape.overlay_blocks ?? []).map(
     (o) => `<tr><td>${e(o.type)}</td><td>${e(o.provider)}</td><td>${e(o.status)}</td><td>${text(o.reference)}</td><td>${when(o.observed_at)}</td></tr>`,
   );
-  return `<section aria-labelledby="tape"><h2 id="tape">Risk Tape</h2>
+  return `<section aria-labelledby="tape"><h2 id="tape">${earlier ? 'Earlier Risk Tape' : 'Risk Tape'}</h2>
+${
+  earlier
+    ? `<p class="notice">An earlier tape, <span class="mono">${e(earlier.tape_id)}</span>, stored ${when(earlier.stored_at)} (${reasonOf(earlier.reason)}). <a href="/dashboard/verifications/${e(verificationId)}#tape">Show the latest tape</a>.</p>`
+    : ''
+}
 <p>Schema ${e(tape.schema_version)}, generated ${when(tape.tape_generated_at)}, income data to ${e(tape.as_of_date)}.</p>
 <dl class="facts">
 <dt>Tier</dt><dd class="tier">${e(el.tier)}</dd>
@@ -252,11 +273,85 @@ ${table('No-data codes', ['ND code', 'Field', 'Meaning'], nd, 'No fields left wi
 ${table('Platform connections', ['Platform', 'Connection', 'Months of data', 'Source currency', 'ND codes'], connections, 'No platforms.')}
 <h3>Overlays</h3>
 ${table('Overlays', ['Type', 'Provider', 'Status', 'Reference', 'Observed'], overlays, 'No overlays attached.')}
-<form method="get" action="/dashboard/verifications/${e(verificationId)}/tape.json">
+<form method="get" action="/dashboard/verifications/${e(verificationId)}/tape.json">${earlier ? `<input type="hidden" name="tape_id" value="${e(earlier.tape_id)}">` : ''}
 <p><label for="schema_version">Download the tape as JSON at schema version</label>
 <select id="schema_version" name="schema_version">${versions.map((v) => `<option${v === '2.0.0' ? ' selected' : ''}>${e(v)}</option>`).join('')}</select>
 <button type="submit">Download JSON</button></p>
 </form>
+</section>`;
+}
+
+const END_REASONS: Record<string, string> = {
+  window_over: 'the months the creator agreed to are over',
+  stopped_by_creator: 'the creator stopped sharing',
+  stopped_by_lender: 'stopped from your account',
+  cancelled_by_lender: 'the verification was cancelled',
+  grant_revoked: "the creator's access was revoked at the platform",
+  not_completed: 'the verification did not complete',
+};
+
+function monitoringState(m: Monitoring): string {
+  if (m.state === 'active') return 'active';
+  if (m.state === 'pending') return 'pending: it starts with the first tape';
+  return `ended: ${m.end_reason ? (END_REASONS[m.end_reason] ? e(END_REASONS[m.end_reason]!) : e(m.end_reason)) : 'no reason recorded'}`;
+}
+
+/** A monitored verification's state and, for an admin, what can be done with it now. */
+function monitoringSection(viewer: Viewer, verificationId: string, m: Monitoring): string {
+  const base = `/dashboard/verifications/${e(verificationId)}`;
+  let actions: string;
+  if (m.state === 'ended') actions = '<p class="hint">Monitoring has ended and cannot be restarted; a new verification asks the creator again.</p>';
+  else if (!isAdmin(viewer)) actions = '<p class="hint">An admin of your account can refresh or stop monitoring.</p>';
+  else {
+    const refresh =
+      m.state === 'active'
+        ? `<form method="post" action="${base}/refresh">${csrf(viewer)}<p><button type="submit">Refresh now</button> <span class="hint">Reads the creator's income again and scores a new tape. Once a day on demand; the monthly refreshes run anyway.</span></p></form>`
+        : '<p class="hint">Refresh now is possible once monitoring is active.</p>';
+    actions = `${refresh}
+<form method="get" action="${base}/monitoring/stop"><p><button type="submit" class="danger">Stop monitoring…</button> <span class="hint">Asks you to confirm on the next page.</span></p></form>`;
+  }
+  return `<section aria-labelledby="monitoring"><h2 id="monitoring">Ongoing monitoring</h2>
+<dl class="facts">
+<dt>State</dt><dd>${monitoringState(m)}</dd>
+<dt>Months</dt><dd>${m.months}</dd>
+<dt>Window starts</dt><dd>${when(m.starts_at)}</dd>
+<dt>Window ends</dt><dd>${when(m.ends_at)}</dd>
+<dt>Last refresh</dt><dd>${m.last_refresh_at ? when(m.last_refresh_at) : 'none yet'}</dd>
+<dt>Next refresh</dt><dd>${m.next_refresh_at ? when(m.next_refresh_at) : 'none scheduled'}</dd>
+<dt>Refresh on demand</dt><dd>${m.refresh_requested_at ? `waiting, asked ${when(m.refresh_requested_at)}` : 'none waiting'}</dd>
+<dt>Failed refreshes in a row</dt><dd>${m.failed_refreshes}</dd>
+</dl>
+${actions}
+</section>`;
+}
+
+function tapeHistorySection(verificationId: string, history: readonly TapeSummary[], shownTapeId: string | undefined): string {
+  const base = `/dashboard/verifications/${e(verificationId)}`;
+  const rows = history.map((t) => {
+    const shown = t.tape_id === shownTapeId;
+    const link = `<a href="${base}?tape_id=${e(encodeURIComponent(t.tape_id))}#tape" class="mono"${shown ? ' aria-current="true"' : ''}>${e(t.tape_id)}</a>${
+      shown ? ' <span class="hint">(shown below)</span>' : ''
+    }`;
+    return `<tr><td>${link}</td><td>${when(t.stored_at)}</td><td>${reasonOf(t.reason)}</td><td>${e(t.tier)}</td><td>${eur(t.max_advance_eur)}</td><td>${e(
+      t.schema_version,
+    )}</td><td>${t.latest ? 'latest' : '—'}</td></tr>`;
+  });
+  return `<section aria-labelledby="tape-history"><h2 id="tape-history">Tape history</h2>
+<p class="hint">Every tape of this verification, newest first: the one made at completion, one per overlay attached, one per refresh.</p>
+${table('Tape history', ['Tape', 'Stored', 'Reason', 'Tier', 'Maximum advance', 'Schema version', 'Latest'], rows, 'No tapes yet.')}
+</section>`;
+}
+
+function incomeSection(figures: IncomeFigures): string {
+  const chart = incomeChartSvg(figures, 'income-chart');
+  return `<section aria-labelledby="monthly-income"><h2 id="monthly-income">Monthly income</h2>
+${
+  chart
+    ? `<p class="hint">The income the latest tape was scored from, per platform and month, converted to euro.</p>
+${chart}
+${incomeTable(figures)}`
+    : '<p>No monthly income was read for the latest tape.</p>'
+}
 </section>`;
 }
 
@@ -282,9 +377,22 @@ ${table('Peer benchmark', ['Metric', 'This creator', 'Percentile', '25th', 'Medi
 
 export function verificationPage(
   viewer: Viewer,
-  input: { verification: Verification; timeline: Timeline; tape: RiskTape200 | null; benchmark: Benchmark | null; versions: readonly string[] },
+  input: {
+    verification: Verification;
+    timeline: Timeline;
+    tape: RiskTape200 | null;
+    benchmark: Benchmark | null;
+    versions: readonly string[];
+    history: readonly TapeSummary[];
+    /** Set when `tape` is one of the history's, not the latest. */
+    earlier?: TapeSummary;
+    income: IncomeFigures | null;
+    notice?: string;
+    error?: string;
+  },
 ): string {
   const v = input.verification;
+  const shownTapeId = input.earlier?.tape_id ?? input.history.find((t) => t.latest)?.tape_id;
   return page(
     viewer,
     'verifications',
@@ -300,10 +408,37 @@ export function verificationPage(
 <dt>Consent link expires</dt><dd>${when(v.expires_at)}</dd>
 <dt>Completed</dt><dd>${when(v.completed_at)}</dd>
 ${v.status === 'pending_consent' ? `<dt>Consent link</dt><dd><a href="${e(v.consent_url)}" rel="noreferrer">${e(v.consent_url)}</a></dd>` : ''}
+<dt>Monitoring</dt><dd>${v.monitoring ? `${v.monitoring.months} months, ${e(v.monitoring.state)}` : 'none: a one-time verification'}</dd>
 </dl>
+${input.error ? `<p class="error" role="alert">${e(input.error)}</p>` : ''}
+${notice(input.notice)}
+${v.monitoring ? monitoringSection(viewer, v.verification_id, v.monitoring) : ''}
 ${timelineSection(input.timeline)}
-${input.tape ? tapeSection(v.verification_id, input.tape, input.versions) : `<section aria-labelledby="tape"><h2 id="tape">Risk Tape</h2><p>The tape exists once the verification is completed; it is ${e(v.status)}.</p></section>`}
+${input.history.length ? tapeHistorySection(v.verification_id, input.history, shownTapeId) : ''}
+${input.tape ? tapeSection(v.verification_id, input.tape, input.versions, input.earlier) : `<section aria-labelledby="tape"><h2 id="tape">Risk Tape</h2><p>The tape exists once the verification is completed; it is ${e(v.status)}.</p></section>`}
+${input.income ? incomeSection(input.income) : ''}
 ${input.benchmark ? benchmarkSection(input.benchmark) : ''}`,
+  );
+}
+
+/** The step before stopping: what it does, and that it cannot be undone. */
+export function stopMonitoringPage(viewer: Viewer, verification: Verification): string {
+  const base = `/dashboard/verifications/${e(verification.verification_id)}`;
+  return page(
+    viewer,
+    'verifications',
+    `Stop monitoring ${verification.verification_id}`,
+    `<p><a href="${base}">Back to the verification</a></p>
+<h1>Stop monitoring verification <span class="mono">${e(verification.verification_id)}</span>?</h1>
+<p>Obligor reference ${e(verification.obligor_reference)}.</p>
+<ul>
+<li>No refresh follows, scheduled or on demand, and the creator's access is revoked at the platforms.</li>
+<li>The verification keeps its status and every tape it has; a <code>verification.monitoring_ended</code> event is sent.</li>
+<li>Monitoring cannot be restarted: a new verification would ask the creator again.</li>
+</ul>
+<form method="post" action="${base}/monitoring/stop">${csrf(viewer)}<input type="hidden" name="confirm" value="yes">
+<p><button type="submit" class="danger">Stop monitoring</button> <a href="${base}">Keep monitoring</a></p>
+</form>`,
   );
 }
 

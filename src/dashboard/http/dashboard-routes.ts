@@ -33,14 +33,17 @@ import {
   DASHBOARD_CSS,
   messagePage,
   signInPage,
+  stopMonitoringPage,
   verificationListPage,
   verificationPage,
   webhookListPage,
   webhookPage,
   type EventName,
   type ListFilters,
+  type TapeSummary,
   type Viewer,
 } from '../pages.ts';
+import { incomeFigures } from '../income-chart.ts';
 
 export interface DashboardDeps {
   users: DashboardUsersDeps & { users: DashboardRepository };
@@ -73,12 +76,21 @@ const NOTICES: Record<string, string> = {
   disabled: 'The endpoint is disabled: events from now on are not delivered to it, and its pending deliveries wait.',
   enabled: 'The endpoint is enabled: its held deliveries are being sent.',
   replayed: 'The delivery was queued again; the log shows its attempts.',
+  refresh_requested:
+    "Refresh requested: the creator's income is read again shortly. Its tape appears in the tape history when it is done; reload the page to see it.",
+  monitoring_stopped: "Monitoring stopped: no refresh follows, and the creator's access is revoked at the platforms. The verification keeps its tapes.",
   signed_out: 'You are signed out.',
   deactivated: 'Your dashboard access was ended: your dashboard user or your lender account has been deactivated. Ask your operator.',
 };
 const DEACTIVATED_SIGN_IN = 'This dashboard user or its lender account is deactivated, so it cannot sign in. Ask your operator to reactivate it.';
 
 const STATUS_OF_DOMAIN_ERROR: Record<DomainError['kind'], number> = { not_found: 404, conflict: 409, invalid: 400, refused: 422, too_soon: 429 };
+const TAPE_ID = /^tap_[A-Za-z0-9]{1,96}$/;
+/** How the page leads a refused Refresh now; the lifecycle's own message says the particulars. */
+const REFRESH_REFUSED: Partial<Record<DomainError['kind'], string>> = {
+  refused: 'Not refreshed: only active monitoring is refreshed.',
+  conflict: 'Not refreshed: a refresh is already waiting to run.',
+};
 
 function readCookie(req: Request, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
@@ -266,25 +278,113 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     }
   });
 
-  router.get('/verifications/:id', async (req, res) => {
+  /** A tape id from a query, checked before it reaches the lifecycle. */
+  const tapeIdOf = (req: Request): string | undefined => {
+    const tapeId = one(req.query.tape_id);
+    if (tapeId !== undefined && !TAPE_ID.test(tapeId)) throw new DomainError('invalid', `There is no tape "${tapeId}".`);
+    return tapeId;
+  };
+
+  /** Every tape of a verification, newest first: the history is walked page by page, however long. */
+  const tapeHistory = async (lenderId: string, verificationId: string): Promise<TapeSummary[]> => {
+    const tapes: TapeSummary[] = [];
+    for (let after: string | undefined; ;) {
+      const page = await deps.lifecycle.tapeHistoryForLender(lenderId, verificationId, { limit: 100, starting_after: after });
+      tapes.push(...page.data);
+      after = page.data.at(-1)?.tape_id;
+      if (!page.has_more || !after) return tapes;
+    }
+  };
+
+  const verificationDetail = async (req: Request, res: Response, status: number, extra: { error?: string } = {}) => {
     const viewer = viewerOf(res);
     const lenderId = viewer.lender.id;
     const verification = await deps.lifecycle.findForLender(lenderId, param(req, 'id'));
     const timeline = verification && (await deps.lifecycle.timelineForLender(lenderId, verification.verification_id));
     if (!verification || !timeline) throw new DomainError('not_found', `There is no verification ${param(req, 'id')} in your account.`);
+    const id = verification.verification_id;
     const completed = verification.status === 'completed';
-    const tape = completed ? await deps.lifecycle.renderedTapeForLender(lenderId, verification.verification_id, '2.0.0') : null;
-    const benchmark = completed ? await peerBenchmark(deps.benchmarks, lenderId, verification.verification_id) : null;
+    // A form's answer shows the latest tape whatever the page was showing.
+    const tapeId = req.method === 'GET' ? tapeIdOf(req) : undefined;
+    const history = completed ? await tapeHistory(lenderId, id) : [];
+    const tape = completed ? (await deps.lifecycle.tapeResponseForLender(lenderId, id, '2.0.0', tapeId)).tape : null;
+    const shown = tapeId === undefined ? undefined : history.find((t) => t.tape_id === tapeId);
+    const benchmark = completed ? await peerBenchmark(deps.benchmarks, lenderId, id) : null;
+    const income = completed ? await deps.lifecycle.monthlyIncomeForLender(lenderId, id) : null;
     // Only the versions this tape can be rendered at: a 1.x of a product type added in 2.0.0 is refused (P6).
     const versions = tape ? [...renderableVersions(tape.eligibility.product_type)].reverse() : [];
-    return html(res, 200, verificationPage(viewer, { verification, timeline, tape, benchmark, versions }));
+    return html(
+      res,
+      status,
+      verificationPage(viewer, {
+        verification,
+        timeline,
+        tape,
+        benchmark,
+        versions,
+        history,
+        earlier: shown?.latest ? undefined : shown,
+        income: income && incomeFigures(income),
+        notice: req.method === 'GET' ? NOTICES[one(req.query.notice) ?? ''] : undefined,
+        ...extra,
+      }),
+    );
+  };
+  router.get('/verifications/:id', (req, res) => verificationDetail(req, res, 200));
+
+  // Refresh now and Stop monitoring are admin-only, as every other change made from the dashboard
+  // is (endpoints, secrets, test events, replays, return origins): a viewer reads. Both act on the
+  // creator's data: a refresh reads their income again and uses the one refresh a day on demand,
+  // and stopping revokes their grants for good.
+  router.post('/verifications/:id/refresh', adminOnly, async (req, res) => {
+    const viewer = viewerOf(res);
+    const id = param(req, 'id');
+    try {
+      await deps.lifecycle.requestRefresh(viewer.lender.id, id);
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      if (error.kind === 'too_soon') {
+        const seconds = error.retryAfterSeconds ?? 1;
+        res.setHeader('Retry-After', String(seconds));
+        const next = new Date(deps.users.now().getTime() + seconds * 1000).toISOString();
+        const message = `Not refreshed: Refresh now works once a day. The next is possible from ${next.slice(0, 16).replace('T', ' ')} UTC.`;
+        return verificationDetail(req, res, 429, { error: message });
+      }
+      const lead = REFRESH_REFUSED[error.kind];
+      if (!lead) throw error;
+      return verificationDetail(req, res, STATUS_OF_DOMAIN_ERROR[error.kind], { error: `${lead} ${error.message}` });
+    }
+    deps.logger.info({ dashboardUser: viewer.user.id, verificationId: id }, 'dashboard: monitoring refresh requested');
+    return res.redirect(303, `/dashboard/verifications/${encodeURIComponent(id)}?notice=refresh_requested#monitoring`);
+  });
+
+  /** The confirmation step: a GET from the verification page's button, or a post that did not confirm. */
+  const confirmStop = async (req: Request, res: Response) => {
+    const viewer = viewerOf(res);
+    const verification = await deps.lifecycle.findForLender(viewer.lender.id, param(req, 'id'));
+    if (!verification) throw new DomainError('not_found', `There is no verification ${param(req, 'id')} in your account.`);
+    if (!verification.monitoring)
+      throw new DomainError('refused', `Verification ${verification.verification_id} was created without monitoring; there is nothing to stop.`);
+    if (verification.monitoring.state === 'ended')
+      return res.redirect(303, `/dashboard/verifications/${encodeURIComponent(verification.verification_id)}#monitoring`);
+    return html(res, 200, stopMonitoringPage(viewer, verification));
+  };
+  router.get('/verifications/:id/monitoring/stop', adminOnly, confirmStop);
+
+  router.post('/verifications/:id/monitoring/stop', adminOnly, async (req, res) => {
+    if (one((req.body as Record<string, unknown>).confirm) !== 'yes') return confirmStop(req, res);
+    const viewer = viewerOf(res);
+    const verification = await deps.lifecycle.stopMonitoring(viewer.lender.id, param(req, 'id'));
+    deps.logger.info({ dashboardUser: viewer.user.id, verificationId: verification.verification_id }, 'dashboard: monitoring stopped');
+    return res.redirect(303, `/dashboard/verifications/${encodeURIComponent(verification.verification_id)}?notice=monitoring_stopped#monitoring`);
   });
 
   router.get('/verifications/:id/tape.json', async (req, res) => {
     const version = one(req.query.schema_version) ?? '2.0.0';
     if (!(SCHEMA_VERSIONS as readonly string[]).includes(version)) throw new DomainError('invalid', `There is no tape schema version "${version}".`);
-    const tape = await deps.lifecycle.renderedTapeForLender(viewerOf(res).lender.id, param(req, 'id'), version as SchemaVersion);
-    res.setHeader('Content-Disposition', `attachment; filename="risk-tape-${tape.verification_id}-${version}.json"`);
+    const tapeId = tapeIdOf(req);
+    const { tape } = await deps.lifecycle.tapeResponseForLender(viewerOf(res).lender.id, param(req, 'id'), version as SchemaVersion, tapeId);
+    res.setHeader('Content-Disposition', `attachment; filename="risk-tape-${tape.verification_id}${tapeId ? `-${tapeId}` : ''}-${version}.json"`);
     res.setHeader('Cache-Control', 'no-store');
     return res.type('application/json').send(JSON.stringify(tape, null, 2));
   });

@@ -241,9 +241,14 @@ export interface ApiResponse extends ObservedResponse {
  * Every request the suite makes goes through here, and every response is checked against the
  * contract before a test sees it, so no test can forget to.
  */
-export class ApiClient {
-  private readonly pacers = new Map<string, Pacer>();
+/**
+ * Every client of the run paces one key of one deployment together: a deployment counts a key's
+ * requests whichever client sent them, and a run can hold more than one client of a deployment
+ * (one per target definition), so a pace kept per client let two of them spend one key's burst.
+ */
+const PACERS = new Map<string, Pacer>();
 
+export class ApiClient {
   constructor(
     readonly baseUrl: string,
     private readonly keys: Keys,
@@ -260,7 +265,20 @@ export class ApiClient {
     return this.request('POST', path, options);
   }
 
+  /**
+   * A paced request the deployment still answers 429 (its fixed windows and the pace's sliding ones
+   * can disagree by a request or two under load) is sent again once, after its Retry-After, as any
+   * client would. Requests meant to be refused are sent unpaced and are never retried.
+   */
   async request(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
+    const response = await this.requestOnce(method, path, options);
+    const retryAfter = Number(response.headers.get('retry-after'));
+    if (options.unpaced || response.status !== 429 || !(retryAfter >= 0 && retryAfter <= 60)) return response;
+    await sleepMs(retryAfter * 1000 + 100);
+    return this.requestOnce(method, path, options);
+  }
+
+  private async requestOnce(method: string, path: string, options: RequestOptions): Promise<ApiResponse> {
     const headers: Record<string, string> = { accept: 'application/json', ...lowerCaseKeys(options.headers ?? {}) };
     const authorization = this.authorizationFor(options);
     if (authorization !== undefined) headers.authorization = authorization;
@@ -319,9 +337,9 @@ export class ApiClient {
   }
 
   private pacerFor(authorization: string | undefined): Pacer {
-    const subject = authorization ?? '(no key)';
-    let pacer = this.pacers.get(subject);
-    if (!pacer) this.pacers.set(subject, (pacer = new Pacer()));
+    const subject = `${new URL(this.directBaseUrl ?? this.baseUrl).origin} ${authorization ?? '(no key)'}`;
+    let pacer = PACERS.get(subject);
+    if (!pacer) PACERS.set(subject, (pacer = new Pacer()));
     return pacer;
   }
 

@@ -71,6 +71,34 @@ for (const factory of testDatabases()) {
       assert.match(row.last_error, /provider down/);
     });
 
+    it('never gives up a job that failed because the database was down, and waits at most 5 minutes between attempts', async () => {
+      let attempts = 0;
+      const outage = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      const runner = new JobRunner(
+        queue,
+        {
+          flaky: async () => {
+            attempts++;
+            if (attempts <= 12) throw outage;
+          },
+        },
+        clock,
+        logger,
+        { maxAttempts: 3 },
+      );
+      await enqueue('flaky', 's', clock.now());
+      for (let i = 0; i < 12; i++) {
+        assert.equal(await runner.runDue(), 1, `attempt ${i + 1} ran`);
+        const row = await db.knex('jobs').first();
+        assert.equal(row.status, 'pending');
+        assert.ok(Date.parse(row.run_at) - clock.now().getTime() <= 5 * 60_000, `attempt ${i + 1} waits ${row.run_at}`);
+        clock.advance(5 * 60_000);
+      }
+      assert.equal(await runner.runDue(), 1);
+      assert.equal(attempts, 13);
+      assert.equal((await db.knex('jobs').first()).status, 'done');
+    });
+
     it('claims a job again once the lease of a crashed worker ends', async () => {
       await enqueue('note', 'orphan', clock.now());
       const claimed = await queue.claimDue('crashed-worker', clock.now(), 10, 30_000);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
+import { isDatabaseUnavailable } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import { jobsRun } from '../metrics/metrics.ts';
 import type { Job, JobQueue, RunnableJobHandlers } from './job-queue.ts';
@@ -11,6 +12,9 @@ export interface JobRunnerOptions {
   /** Where a pass that failed because the database is down is reported, once per outage (database-outage-log.ts). */
   databaseOutage?: { absorbs(error: unknown): boolean } | null;
 }
+
+/** The longest wait between two attempts of a job that keeps failing because the database is down. */
+const MAX_RETRY_DELAY_MS = 5 * 60_000;
 
 /**
  * Runs due jobs. Handlers must be idempotent: a job can run again after a crash between its effect
@@ -52,9 +56,16 @@ export class JobRunner {
       jobsRun.labels(job.kind, 'done').inc();
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const retry = job.attempts < (this.options.maxAttempts ?? 5);
-      const retryAt = retry ? new Date(this.clock.now().getTime() + 2 ** job.attempts * 1000) : null;
-      this.logger.error({ jobId: job.id, kind: job.kind, attempts: job.attempts, err: error }, retry ? 'job failed; will retry' : 'job failed for good');
+      // A job that failed because the database was down is not at fault and is never given up:
+      // a refresh of ongoing monitoring given up would leave its monthly chain, and the end of its
+      // window (with the revocation of the creator's grants), waiting for ever.
+      const outage = isDatabaseUnavailable(error);
+      const retry = outage || job.attempts < (this.options.maxAttempts ?? 5);
+      const retryAt = retry ? new Date(this.clock.now().getTime() + Math.min(2 ** Math.min(job.attempts, 20) * 1000, MAX_RETRY_DELAY_MS)) : null;
+      this.logger.error(
+        { jobId: job.id, kind: job.kind, attempts: job.attempts, err: error },
+        outage ? 'job failed: the database is unavailable; will retry' : retry ? 'job failed; will retry' : 'job failed for good',
+      );
       await this.queue.fail(job.id, message, retryAt);
       jobsRun.labels(job.kind, retry ? 'retrying' : 'failed').inc();
     }

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { assertError } from './assertions.ts';
 import { forEachTarget, requireKey, requireSandbox, type KeyName, type Target } from './harness.ts';
-import { skipBecause } from './skip.ts';
 import { created, createVerification, randomReference, type Verification } from './sandbox.ts';
 
 /** GET /api/v1/benchmarks/{verification_id} (4.4): every status, and the shape of a benchmark. */
@@ -118,21 +117,47 @@ forEachTarget((target: Target) => {
 
     it('falls back to the reference population while one lender holds more than half of the peers', async function () {
       requireSandbox(this, target);
-      requireKey(this, target, 'otherLender');
-      requireKey(this, target, 'thirdLender');
-      if (!target.operator) skipBecause(this, 'needs a self-started target, whose operator CLI can make a fourth lender');
+      for (const key of ['otherLender', 'thirdLender', 'fourthLender'] as const) requireKey(this, target, key);
       this.timeout(120_000);
-      const fourth = await target.operator.createLender('Conformance Lender D');
-      const d = { apiKey: (await target.operator.createKey(fourth.id, 'lender')).api_key };
       // The asking lender's peers: D with 16 of 30 tapes, B and C with 7 each.
       const [own] = await tapes('lender', 'revenue_loan', LOW, 1);
-      await tapes(d, 'revenue_loan', HIGH, 16);
+      await tapes('fourthLender', 'revenue_loan', HIGH, 16);
       await tapes('otherLender', 'revenue_loan', B_MID, 7);
       await tapes('thirdLender', 'revenue_loan', C_MID, 7);
       assert.equal((await benchmarkOf(own!)).cohort.source, 'reference', 'D holds 16 of the 30 peer tapes');
       await tapes('otherLender', 'revenue_loan', B_MID, 2);
       const shown = await benchmarkOf(own!);
+      // 32 peers are published as 30: the size moves in steps of 10.
       assert.deepEqual([shown.cohort.source, shown.cohort.size], ['peers', 30], 'D holds 16 of 32: half, not more');
+    });
+
+    it('shows peers from 30 tapes of 3 other lenders, and not from 30 of 2 lenders or 29 of 3', async function () {
+      requireSandbox(this, target);
+      for (const key of ['otherLender', 'thirdLender', 'fourthLender'] as const) requireKey(this, target, key);
+      this.timeout(180_000);
+      // Below the floor of lenders: 30 tapes of B and C, neither over half.
+      const [ownPool] = await tapes('lender', 'securitization_pool', LOW, 1);
+      await tapes('otherLender', 'securitization_pool', B_MID, 15);
+      await tapes('thirdLender', 'securitization_pool', C_MID, 15);
+      assert.equal((await benchmarkOf(ownPool!)).cohort.source, 'reference', '30 peer tapes of 2 lenders');
+      await tapes('fourthLender', 'securitization_pool', HIGH, 1);
+      const pool = await benchmarkOf(ownPool!);
+      assert.deepEqual([pool.cohort.source, pool.cohort.size], ['peers', 30], '31 peer tapes of 3 lenders, published as 30');
+      // Below the floor of tapes: 29 of B, C and D, none over half; then the 30th.
+      const [ownMurabaha] = await tapes('lender', 'murabaha', LOW, 1);
+      const [b] = await tapes('otherLender', 'murabaha', B_MID, 10);
+      const [c] = await tapes('thirdLender', 'murabaha', C_MID, 10);
+      const [d] = await tapes('fourthLender', 'murabaha', HIGH, 9);
+      assert.equal((await benchmarkOf(ownMurabaha!)).cohort.source, 'reference', '29 peer tapes of 3 lenders');
+      await tapes('fourthLender', 'murabaha', HIGH, 1);
+      const murabaha = await benchmarkOf(ownMurabaha!);
+      assert.deepEqual([murabaha.cohort.source, murabaha.cohort.size], ['peers', 30], '30 peer tapes of 3 lenders');
+      // The quartiles are the peers' own: of 10 tapes each of B, C and D, in that order of drawdown,
+      // the lower quartile lies in B's bucket, the median in C's and the upper quartile in D's.
+      const drawdownOf = async (id: string, key: KeyName) => (await benchmarkOf(id, key)).metrics['max_drawdown_pct']!.value!;
+      const buckets = [await drawdownOf(b!, 'otherLender'), await drawdownOf(c!, 'thirdLender'), await drawdownOf(d!, 'fourthLender')].map(drawdownBucket);
+      const { p25, median, p75 } = murabaha.metrics['max_drawdown_pct']!;
+      assert.deepEqual([p25, median, p75], buckets, "the peers' quartiles of the maximum drawdown");
     });
   });
 

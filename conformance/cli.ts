@@ -25,6 +25,7 @@ const VARIABLES: Record<string, string> = {
   key: 'CONFORMANCE_LENDER_KEY',
   otherLenderKey: 'CONFORMANCE_OTHER_LENDER_KEY',
   thirdLenderKey: 'CONFORMANCE_THIRD_LENDER_KEY',
+  fourthLenderKey: 'CONFORMANCE_FOURTH_LENDER_KEY',
   gdprKey: 'CONFORMANCE_GDPR_KEY',
   revokedKey: 'CONFORMANCE_REVOKED_KEY',
   pilotKey: 'CONFORMANCE_PILOT_KEY',
@@ -67,6 +68,10 @@ function program(): Command {
     .option('--key <key>', `API key with role lender; civ_test_ = sandbox, civ_live_ = production ${variable('key')}`)
     .option('--other-lender-key <key>', `lender key of another lender account: tenant isolation ${variable('otherLenderKey')}`)
     .option('--third-lender-key <key>', `lender key of a third lender account: peer benchmarks across lenders ${variable('thirdLenderKey')}`)
+    .option(
+      '--fourth-lender-key <key>',
+      `lender key of a fourth lender account: peer cohorts at and just below the floor of three other lenders ${variable('fourthLenderKey')}`,
+    )
     .option('--gdpr-key <key>', `gdpr_admin key of the same lender account as --key: data-protection operations ${variable('gdprKey')}`)
     .option('--revoked-key <key>', `a key the operator has revoked ${variable('revokedKey')}`)
     .option('--pilot-key <key>', `lender key limited to 60/min burst 10: the 429 tests use up its minute ${variable('pilotKey')}`)
@@ -120,7 +125,14 @@ function describeRun(options: Options): string {
     `Keys: ${
       !env.CONFORMANCE_BASE_URL
         ? 'made with the operator CLI'
-        : ['CONFORMANCE_OTHER_LENDER_KEY', 'CONFORMANCE_THIRD_LENDER_KEY', 'CONFORMANCE_GDPR_KEY', 'CONFORMANCE_REVOKED_KEY', 'CONFORMANCE_PILOT_KEY']
+        : [
+            'CONFORMANCE_OTHER_LENDER_KEY',
+            'CONFORMANCE_THIRD_LENDER_KEY',
+            'CONFORMANCE_FOURTH_LENDER_KEY',
+            'CONFORMANCE_GDPR_KEY',
+            'CONFORMANCE_REVOKED_KEY',
+            'CONFORMANCE_PILOT_KEY',
+          ]
             .map((name) => `${name.replace(/^CONFORMANCE_|_KEY$/g, '').toLowerCase()} ${env[name] ? 'given' : 'missing'}`)
             .join(', ')
     }`,

@@ -22,7 +22,7 @@ import { probeWebhooks } from './webhooks.ts';
  * private webhook targets refused, for the tests of that refusal.
  */
 
-// Nine operator CLI runs, one after another (each applies the migrations), then the start-up.
+// Eleven operator CLI runs, one after another (each applies the migrations), then the start-up.
 const START_TIMEOUT_MS = 120_000;
 const READY_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 10_000;
@@ -43,7 +43,7 @@ const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
 /** The pilot plan of section 8 and D8, which the `pilot` key gets. */
 export const PILOT_QUOTA = { perMinute: 60, burst: 10 } as const;
 
-export type KeyName = 'lender' | 'otherLender' | 'thirdLender' | 'gdpr' | 'revoked' | 'pilot';
+export type KeyName = 'lender' | 'otherLender' | 'thirdLender' | 'fourthLender' | 'gdpr' | 'revoked' | 'pilot';
 export type ServiceMode = 'sandbox' | 'production';
 
 export interface Keys {
@@ -53,6 +53,11 @@ export interface Keys {
   otherLender?: string;
   /** Role lender, of a third lender account (peer benchmarks need three lenders). */
   thirdLender?: string;
+  /**
+   * Role lender, of a fourth lender account: with the other three, a lender's peers reach the floor
+   * of three other lenders (P22), so the benchmark tests can show peers and not only their absence.
+   */
+  fourthLender?: string;
   /** Role gdpr_admin, of the same lender account as `lender`. */
   gdpr?: string;
   /** A key its operator has revoked. */
@@ -687,9 +692,11 @@ class SelfStartedService implements TargetDefinition {
     const lender = await operator.createLender('Conformance Lender A');
     const otherLender = await operator.createLender('Conformance Lender B');
     const thirdLender = await operator.createLender('Conformance Lender C');
+    const fourthLender = await operator.createLender('Conformance Lender D');
     const lenderKey = await operator.createKey(lender.id, 'lender');
     const otherLenderKey = await operator.createKey(otherLender.id, 'lender');
     const thirdLenderKey = await operator.createKey(thirdLender.id, 'lender');
+    const fourthLenderKey = await operator.createKey(fourthLender.id, 'lender');
     const gdprKey = await operator.createKey(lender.id, 'gdpr_admin');
     // A sandbox key would get 1000/min burst 100 (D8); this one gets the pilot quota, to be tripped.
     const pilotKey = await operator.createKey(lender.id, 'lender');
@@ -703,6 +710,7 @@ class SelfStartedService implements TargetDefinition {
         lender: lenderKey.api_key,
         otherLender: otherLenderKey.api_key,
         thirdLender: thirdLenderKey.api_key,
+        fourthLender: fourthLenderKey.api_key,
         gdpr: gdprKey.api_key,
         pilot: pilotKey.api_key,
       },
@@ -842,6 +850,7 @@ class ExternalDeployment implements TargetDefinition {
         lender,
         otherLender: optional('CONFORMANCE_OTHER_LENDER_KEY'),
         thirdLender: optional('CONFORMANCE_THIRD_LENDER_KEY'),
+        fourthLender: optional('CONFORMANCE_FOURTH_LENDER_KEY'),
         gdpr: optional('CONFORMANCE_GDPR_KEY'),
         revoked: optional('CONFORMANCE_REVOKED_KEY'),
         pilot: optional('CONFORMANCE_PILOT_KEY'),
@@ -984,6 +993,7 @@ export function requireKey(context: Mocha.Context, target: Target, name: KeyName
       lender: '--key (CONFORMANCE_LENDER_KEY)',
       otherLender: '--other-lender-key (CONFORMANCE_OTHER_LENDER_KEY)',
       thirdLender: '--third-lender-key (CONFORMANCE_THIRD_LENDER_KEY)',
+      fourthLender: '--fourth-lender-key (CONFORMANCE_FOURTH_LENDER_KEY)',
       gdpr: '--gdpr-key (CONFORMANCE_GDPR_KEY)',
       revoked: '--revoked-key (CONFORMANCE_REVOKED_KEY)',
       pilot: '--pilot-key (CONFORMANCE_PILOT_KEY)',

@@ -171,9 +171,11 @@ plan=$([ "$MODE" = production ] && echo production || echo pilot)
 lender_a=$(admin lender create --name "Conformance Lender A" --plan "$plan" | json_field id)
 lender_b=$(admin lender create --name "Conformance Lender B" --plan "$plan" | json_field id)
 lender_c=$(admin lender create --name "Conformance Lender C" --plan "$plan" | json_field id)
+lender_d=$(admin lender create --name "Conformance Lender D" --plan "$plan" | json_field id)
 lender_key=$(admin key create --lender "$lender_a" --role lender | json_field api_key)
 other_lender_key=$(admin key create --lender "$lender_b" --role lender | json_field api_key)
 third_lender_key=$(admin key create --lender "$lender_c" --role lender | json_field api_key)
+fourth_lender_key=$(admin key create --lender "$lender_d" --role lender | json_field api_key)
 gdpr_key=$(admin key create --lender "$lender_a" --role gdpr_admin | json_field api_key)
 pilot=$(admin key create --lender "$lender_a" --role lender)
 admin key limit --key-id "$(json_field id <<<"$pilot")" --rate-limit 60 --burst 10 >/dev/null
@@ -191,6 +193,7 @@ if [ -n "${CONFORMANCE_BIN:-}" ]; then suite=("$CONFORMANCE_BIN"); else suite=(n
   --key "$lender_key" \
   --other-lender-key "$other_lender_key" \
   --third-lender-key "$third_lender_key" \
+  --fourth-lender-key "$fourth_lender_key" \
   --gdpr-key "$gdpr_key" \
   --pilot-key "$(json_field api_key <<<"$pilot")" \
   --revoked-key "$(json_field api_key <<<"$revoked")" \

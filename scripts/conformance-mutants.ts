@@ -140,6 +140,66 @@ export const MUTANTS: Mutant[] = [
     grep: 'peer benchmarks leave out the asking lender',
   },
   {
+    id: 'benchmark-floor-two-lenders',
+    group: 'tapes',
+    rows: ['op:getBenchmark 200'],
+    defect: 'peers shown from two other lenders: the floor of three lenders (P22) lowered by one',
+    file: 'src/benchmarks/peer-benchmark.ts',
+    find: 'export const COHORT_FLOOR = { tapes: 30, lenders: 3 };',
+    replace: 'export const COHORT_FLOOR = { tapes: 30, lenders: 2 };',
+    grep: 'shows peers from 30 tapes of 3 other lenders',
+  },
+  {
+    id: 'benchmark-floor-29-tapes',
+    group: 'tapes',
+    rows: ['op:getBenchmark 200'],
+    defect: 'peers shown from 29 tapes: the floor of 30 tapes (P22) lowered by one',
+    file: 'src/benchmarks/peer-benchmark.ts',
+    find: 'return peers.tapes >= COHORT_FLOOR.tapes && ',
+    replace: 'return peers.tapes >= COHORT_FLOOR.tapes - 1 && ',
+    grep: 'shows peers from 30 tapes of 3 other lenders',
+  },
+  {
+    id: 'benchmark-size-unrounded',
+    group: 'tapes',
+    rows: ['op:getBenchmark 200'],
+    defect: "a peer cohort's size published as counted, not rounded down to a multiple of 10: each added tape shows",
+    file: 'src/benchmarks/peer-benchmark.ts',
+    find: 'size: usePeers ? Math.floor(peers.tapes / COHORT_SIZE_STEP) * COHORT_SIZE_STEP : cohort.tapes,',
+    replace: 'size: usePeers ? peers.tapes : cohort.tapes,',
+    grep: '/falls back to the reference population while one lender|shows peers from 30 tapes of 3 other lenders/',
+  },
+  {
+    id: 'benchmark-dominance-ignored',
+    group: 'tapes',
+    rows: ['op:getBenchmark 200'],
+    defect: 'peers shown while one lender holds more than half of them: the dominance rule (P28) dropped',
+    file: 'src/benchmarks/peer-benchmark.ts',
+    find: ' && largest <= DOMINANCE.share * peers.tapes;',
+    replace: ';',
+    grep: 'falls back to the reference population while one lender',
+  },
+  {
+    id: 'benchmark-dominance-at-half',
+    group: 'tapes',
+    rows: ['op:getBenchmark 200'],
+    defect: 'the dominance rule (P28) refuses a lender holding exactly half of the peers, not only more than half',
+    file: 'src/benchmarks/peer-benchmark.ts',
+    find: ' && largest <= DOMINANCE.share * peers.tapes;',
+    replace: ' && largest < DOMINANCE.share * peers.tapes;',
+    grep: 'falls back to the reference population while one lender',
+  },
+  {
+    id: 'benchmark-peer-quartiles-from-reference',
+    group: 'tapes',
+    rows: ['op:getBenchmark 200'],
+    defect: "a benchmark labelled `peers` whose quartiles are the reference population's",
+    file: 'src/benchmarks/peer-benchmark.ts',
+    find: 'const cohort = usePeers ? peers : deps.reference[productType]!;',
+    replace: 'const cohort = deps.reference[productType]!;',
+    grep: 'shows peers from 30 tapes of 3 other lenders',
+  },
+  {
     id: 'overlay-in-1.1.0-tape',
     group: 'tapes',
     rows: ['tape:1.1.0'],
@@ -168,6 +228,46 @@ export const MUTANTS: Mutant[] = [
     find: '      retryAfterSeconds: seconds,\n',
     replace: '',
     grep: 'rate_limited (429) on the pilot key',
+  },
+  {
+    id: 'key-rate-limit-ignored',
+    group: 'platform',
+    rows: ['limit:pilot quota'],
+    defect: "a key's own limit set by the operator ignored: the key gets its plan's quota",
+    file: 'src/platform/http/rate-limit.ts',
+    find: '  if (key) return key;\n',
+    replace: '',
+    grep: '/the pilot key shows its own quota|rate_limited \\(429\\) on the pilot key/',
+  },
+  {
+    id: 'burst-window-ignored',
+    group: 'platform',
+    rows: ['limit:pilot quota'],
+    defect: 'the one-second burst window no longer counted: only the minute limits a key',
+    file: 'src/platform/http/rate-limit.ts',
+    find: '      await this.limiter(quota.burst, 1).consume(subject);\n',
+    replace: '',
+    grep: 'trip the burst limit of 10',
+  },
+  {
+    id: 'quota-per-endpoint',
+    group: 'platform',
+    rows: ['limit:quota scope'],
+    defect: "a key's quota counted per path instead of one quota for all endpoints (D8)",
+    file: 'src/platform/http/rate-limit.ts',
+    find: 'await limits.consume(`key:${principal.keyId}`, quota)',
+    replace: 'await limits.consume(`key:${principal.keyId}:${req.path}`, quota)',
+    grep: 'one quota for all endpoints',
+  },
+  {
+    id: 'anonymous-limit-per-guessed-key',
+    group: 'platform',
+    rows: ['limit:quota scope'],
+    defect: 'requests without a valid key limited per key presented instead of per client address: every guess has a fresh quota',
+    file: 'src/platform/http/rate-limit.ts',
+    find: "  const outcome = await limits.consume(`ip:${req.ip ?? 'unknown'}`, ANONYMOUS_QUOTA);",
+    replace: "  const outcome = await limits.consume(`ip:${req.ip ?? 'unknown'}:${req.get('authorization') ?? ''}`, ANONYMOUS_QUOTA);",
+    grep: 'requests at once with keys nobody issued',
   },
   {
     id: 'wrong-tape-rounding',
@@ -1523,6 +1623,7 @@ interface Keys {
   lender: string;
   otherLender: string;
   thirdLender: string;
+  fourthLender: string;
   gdpr: string;
   pilot: string;
 }
@@ -1540,14 +1641,23 @@ async function makeTemplateDatabase(copy: string, file: string): Promise<Keys> {
   const a = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender A');
   const b = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender B');
   const c = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender C');
+  const d = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender D');
   const lender = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
   const otherLender = await admin<{ api_key: string }>('key', 'create', '--lender', b.id, '--role', 'lender');
   const thirdLender = await admin<{ api_key: string }>('key', 'create', '--lender', c.id, '--role', 'lender');
+  const fourthLender = await admin<{ api_key: string }>('key', 'create', '--lender', d.id, '--role', 'lender');
   const gdpr = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'gdpr_admin');
   const pilot = await admin<{ id: string; api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
   await admin('key', 'limit', '--key-id', pilot.id, '--rate-limit', '60', '--burst', '10');
   await admin('lender', 'set', '--id', a.id, '--return-origins', RETURN_ORIGIN);
-  return { lender: lender.api_key, otherLender: otherLender.api_key, thirdLender: thirdLender.api_key, gdpr: gdpr.api_key, pilot: pilot.api_key };
+  return {
+    lender: lender.api_key,
+    otherLender: otherLender.api_key,
+    thirdLender: thirdLender.api_key,
+    fourthLender: fourthLender.api_key,
+    gdpr: gdpr.api_key,
+    pilot: pilot.api_key,
+  };
 }
 
 function freshDatabase(template: string, file: string): void {
@@ -1610,6 +1720,8 @@ async function runSuite(baseUrl: string, keys: Keys, caDir: string, grep: string
     keys.otherLender,
     '--third-lender-key',
     keys.thirdLender,
+    '--fourth-lender-key',
+    keys.fourthLender,
     '--gdpr-key',
     keys.gdpr,
     '--pilot-key',

@@ -157,6 +157,7 @@ interface Keys {
   lender: string;
   otherLender: string;
   thirdLender: string;
+  fourthLender: string;
   gdpr: string;
   pilot: string;
   revoked: string;
@@ -178,9 +179,11 @@ async function makeKeys(databaseUrl: string): Promise<Keys> {
   const a = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender A');
   const b = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender B');
   const c = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender C');
+  const d = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender D');
   const lender = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
   const otherLender = await admin<{ api_key: string }>('key', 'create', '--lender', b.id, '--role', 'lender');
   const thirdLender = await admin<{ api_key: string }>('key', 'create', '--lender', c.id, '--role', 'lender');
+  const fourthLender = await admin<{ api_key: string }>('key', 'create', '--lender', d.id, '--role', 'lender');
   const gdpr = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'gdpr_admin');
   const pilot = await admin<{ id: string; api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
   await admin('key', 'limit', '--key-id', pilot.id, '--rate-limit', '60', '--burst', '10');
@@ -190,6 +193,7 @@ async function makeKeys(databaseUrl: string): Promise<Keys> {
     lender: lender.api_key,
     otherLender: otherLender.api_key,
     thirdLender: thirdLender.api_key,
+    fourthLender: fourthLender.api_key,
     gdpr: gdpr.api_key,
     pilot: pilot.api_key,
     revoked: revoked.api_key,
@@ -212,6 +216,8 @@ async function runSuite(prismUrl: string, directUrl: string, keys: Keys, caDir: 
     keys.otherLender,
     '--third-lender-key',
     keys.thirdLender,
+    '--fourth-lender-key',
+    keys.fourthLender,
     '--gdpr-key',
     keys.gdpr,
     '--pilot-key',

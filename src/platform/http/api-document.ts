@@ -26,6 +26,8 @@ export interface ApiOperation {
   integerQueryParameters: string[];
   /** The media types of its request body (`application/json`); empty for an operation without one. */
   requestMediaTypes: string[];
+  /** The top-level fields of its JSON request body, in the order the spec lists them; empty without one. */
+  bodyFields: string[];
 }
 
 /** A JSON value, such as a schema in the document. */
@@ -85,6 +87,14 @@ function exactPathOf(path: string): RegExp {
   return new RegExp(`^${segments.join('/')}$`);
 }
 
+/** The property names of a schema, following a `$ref` into components.schemas. */
+function propertyNames(doc: ApiDocument, schema: Json | undefined): string[] {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return [];
+  if (typeof schema.$ref === 'string') return propertyNames(doc, doc.components?.schemas?.[schema.$ref.split('/').pop()!]);
+  const properties = schema.properties;
+  return typeof properties === 'object' && properties !== null && !Array.isArray(properties) ? Object.keys(properties) : [];
+}
+
 export function listOperations(doc: ApiDocument): ApiOperation[] {
   return Object.entries(doc.paths).flatMap(([path, item]) =>
     METHODS.flatMap((method) => {
@@ -105,6 +115,7 @@ export function listOperations(doc: ApiDocument): ApiOperation[] {
             .filter((p) => p.in === 'query' && typeof p.schema === 'object' && p.schema !== null && !Array.isArray(p.schema) && p.schema.type === 'integer')
             .map((p) => p.name),
           requestMediaTypes: Object.keys(operation.requestBody?.content ?? {}),
+          bodyFields: propertyNames(doc, operation.requestBody?.content?.['application/json']?.schema),
         },
       ];
     }),

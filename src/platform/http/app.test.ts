@@ -158,6 +158,15 @@ for (const factory of testDatabases()) {
       assert.equal((await get('/api/v1/gdpr/access?email=ana%2Bloans@example.com', gdpr.apiKey)).status, 404);
     });
 
+    it('refuses an empty erase body in the validator (minProperties), naming the fields it may hold', async () => {
+      const lender = await lenderWithKey(setup.ctx);
+      const gdpr = await admin.createKey(setup.ctx, { lenderId: lender.lender.id, role: 'gdpr_admin' });
+      const response = await request(setup.service.app).post('/api/v1/gdpr/erase').auth(gdpr.apiKey, { type: 'bearer' }).send({});
+      assert.equal(response.status, 400, response.text);
+      assert.equal(response.body.error, 'validation_error');
+      assert.deepEqual(response.body.details, [{ field: 'body', issue: 'must not be empty: give at least one of email, obligor_id' }]);
+    });
+
     /** A creation whose body lacks `obligor_reference`, sent with that Content-Type. */
     const postIncomplete = (apiKey: string, contentType: string) =>
       request(setup.service.app)

@@ -323,6 +323,7 @@ export function createHttpApp(deps: HttpAppDeps): Express {
   app.use(toOperation);
 
   app.use(notFound);
-  app.use(errorHandler(deps.logger));
+  const bodyFields = new Map(operations.map((operation) => [operation.operationId as string, operation.bodyFields]));
+  app.use(errorHandler(deps.logger, (operationId) => bodyFields.get(operationId) ?? []));
   return app;
 }

@@ -2,6 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import type { Logger } from '../logger.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { DomainError, type DomainErrorKind } from '../domain-error.ts';
+import { matchedOperation } from './matched-operation.ts';
 import { ApiError, noSuchRoute, type ErrorCode, type ErrorDetail } from './error-catalogue.ts';
 
 /**
@@ -35,10 +36,18 @@ function fieldOf(path: string | undefined): string {
     .replace(/^headers\./, 'header.');
 }
 
-/** Ajv's wording where it reads as code rather than English ("items ## 0 and 1 are identical"). */
-function readable(message: string): string {
+/**
+ * Ajv's wording where it reads as code rather than English ("items ## 0 and 1 are identical"), and
+ * an empty body (`minProperties`) named by the fields it may hold, which Ajv's message cannot know.
+ */
+function readable(issue: ValidatorIssue, bodyFields: readonly string[]): string {
+  const message = issue.message ?? 'is invalid';
   const duplicate = /^must NOT have duplicate items \(items ## (\d+) and (\d+) are identical\)$/.exec(message);
-  return duplicate ? `must not list the same value twice (items ${duplicate[1]} and ${duplicate[2]} are the same)` : message;
+  if (duplicate) return `must not list the same value twice (items ${duplicate[1]} and ${duplicate[2]} are the same)`;
+  if (/^must NOT have fewer than 1 properties$/.test(message) && fieldOf(issue.path) === 'body' && bodyFields.length > 0) {
+    return `must not be empty: give at least one of ${bodyFields.join(', ')}`;
+  }
+  return message;
 }
 
 function isMissing(issue: ValidatorIssue): boolean {
@@ -50,10 +59,10 @@ function isMissing(issue: ValidatorIssue): boolean {
  * header is `bad_request`; a field present with the wrong type, format, length or value, or an
  * unknown field, is `validation_error`.
  */
-function fromValidation(error: HttpLikeError): ApiError {
+function fromValidation(error: HttpLikeError, bodyFields: readonly string[]): ApiError {
   const issues = error.errors ?? [];
   if (issues.some((issue) => /malformed uri/i.test(issue.message ?? ''))) return new ApiError('bad_request', 'The request path is not a valid URI.');
-  const details: ErrorDetail[] = issues.map((issue) => ({ field: fieldOf(issue.path), issue: readable(issue.message ?? 'is invalid') }));
+  const details: ErrorDetail[] = issues.map((issue) => ({ field: fieldOf(issue.path), issue: readable(issue, bodyFields) }));
   const missing = issues.filter(isMissing);
   if (missing.length > 0) {
     const names = missing.map((issue) => {
@@ -87,8 +96,11 @@ function fromDomain(error: DomainError): ApiError {
   });
 }
 
-/** Maps anything thrown to a catalogue error. Unknown errors become internal_error and are logged. */
-export function toApiError(error: unknown, logger: Logger): ApiError {
+/**
+ * Maps anything thrown to a catalogue error. Unknown errors become internal_error and are logged.
+ * `bodyFields` are the fields of the matched operation's request body, for messages that name them.
+ */
+export function toApiError(error: unknown, logger: Logger, bodyFields: readonly string[] = []): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof DomainError) return fromDomain(error);
   const e = (error ?? {}) as HttpLikeError;
@@ -108,7 +120,7 @@ export function toApiError(error: unknown, logger: Logger): ApiError {
   const status = e.status ?? e.statusCode;
   switch (status) {
     case 400:
-      return fromValidation(e);
+      return fromValidation(e, bodyFields);
     case 401:
       return new ApiError('unauthorized', e.message ?? 'Unauthorized.', { headers: { 'WWW-Authenticate': 'Bearer realm="api"' } });
     case 403:
@@ -128,10 +140,11 @@ export function toApiError(error: unknown, logger: Logger): ApiError {
 }
 
 /** The one Express error handler: every error leaves as JSON `{error, message}`, never HTML or a stack. */
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+export function errorHandler(logger: Logger, bodyFieldsOf: (operationId: string) => readonly string[] = () => []): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
-    const apiError = toApiError(error, logger.child({ requestId: req.requestId }));
+    const operationId = matchedOperation(req)?.operationId;
+    const apiError = toApiError(error, logger.child({ requestId: req.requestId }), operationId ? bodyFieldsOf(operationId) : []);
     for (const [name, value] of Object.entries(apiError.options.headers ?? {})) res.setHeader(name, value);
     if (apiError.options.retryAfterSeconds !== undefined) {
       res.setHeader('Retry-After', String(Math.max(1, Math.ceil(apiError.options.retryAfterSeconds))));

@@ -20,7 +20,15 @@ import { gdprAccess } from './gdpr/http/gdprAccess.ts';
 import { gdprErase } from './gdpr/http/gdprErase.ts';
 import { gdprExport } from './gdpr/http/gdprExport.ts';
 import type { VerificationLifecycle } from './verifications/verification-lifecycle.ts';
-import * as webhookHandlers from './webhooks/http/handlers.ts';
+import type { EndpointDeps, PostToEndpoint } from './webhooks/endpoints.ts';
+import { createWebhook } from './webhooks/http/createWebhook.ts';
+import { deleteWebhook } from './webhooks/http/deleteWebhook.ts';
+import { getWebhook } from './webhooks/http/getWebhook.ts';
+import { listWebhookDeliveries } from './webhooks/http/listWebhookDeliveries.ts';
+import { listWebhooks } from './webhooks/http/listWebhooks.ts';
+import { replayWebhookDelivery } from './webhooks/http/replayWebhookDelivery.ts';
+import { rotateWebhookSecret } from './webhooks/http/rotateWebhookSecret.ts';
+import { sendWebhookTest } from './webhooks/http/sendWebhookTest.ts';
 import { updateWebhook } from './webhooks/http/updateWebhook.ts';
 
 /**
@@ -37,7 +45,8 @@ export type OperationHandlers = { [Op in Exclude<OperationId, PendingOperationId
 
 export interface HandlerDeps {
   lifecycle: VerificationLifecycle;
-  webhooks: webhookHandlers.WebhookHandlerDeps;
+  /** The endpoints' use cases, the sender a test event is posted with, and the wake-up of the delivery worker a replay needs. */
+  webhooks: EndpointDeps & { wakeDeliveries: () => void; post: PostToEndpoint };
   dataSubjects: DataSubjectDeps;
   benchmarks: PeerBenchmarkDeps;
   tapeSigner: Pick<TapeSigner, 'sign' | 'publicKeys'>;
@@ -58,15 +67,15 @@ export function createHandlers(deps: HandlerDeps): OperationHandlers {
     listVerificationTapes: listVerificationTapes(deps.lifecycle),
     refreshVerification: refreshVerification(deps.lifecycle),
     stopMonitoring: stopMonitoring(deps.lifecycle),
-    createWebhook: webhookHandlers.createWebhook(deps.webhooks),
-    listWebhooks: webhookHandlers.listWebhooks(deps.webhooks),
-    getWebhook: webhookHandlers.getWebhook(deps.webhooks),
+    createWebhook: createWebhook(deps.webhooks),
+    listWebhooks: listWebhooks(deps.webhooks),
+    getWebhook: getWebhook(deps.webhooks),
     updateWebhook: updateWebhook(deps.webhooks),
-    deleteWebhook: webhookHandlers.deleteWebhook(deps.webhooks),
-    rotateWebhookSecret: webhookHandlers.rotateWebhookSecret(deps.webhooks),
-    sendWebhookTest: webhookHandlers.sendWebhookTest(deps.webhooks),
-    listWebhookDeliveries: webhookHandlers.listWebhookDeliveries(deps.webhooks),
-    replayWebhookDelivery: webhookHandlers.replayWebhookDelivery(deps.webhooks),
+    deleteWebhook: deleteWebhook(deps.webhooks),
+    rotateWebhookSecret: rotateWebhookSecret(deps.webhooks),
+    sendWebhookTest: sendWebhookTest(deps.webhooks),
+    listWebhookDeliveries: listWebhookDeliveries(deps.webhooks),
+    replayWebhookDelivery: replayWebhookDelivery(deps.webhooks),
     getBenchmark: getBenchmark(deps.benchmarks),
     getTapeSigningKeys: getTapeSigningKeys({ publicKeys: () => deps.tapeSigner.publicKeys() }),
     gdprAccess: gdprAccess(deps.dataSubjects),

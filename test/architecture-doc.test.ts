@@ -13,8 +13,8 @@ const FILE = /^[\w@.-]+(?:\/[\w@.-]+)*\.(?:ts|json|md|js|cjs|yaml|sh)$/;
 const FOLDER = /^[\w@.-]+(?:\/[\w@.-]+)*\/$/;
 /** Paths that start at the project's root rather than at the row's folder. */
 const FROM_ROOT = /^(?:src|test|docs|scripts|spec|generated|conformance|clients|ops)\//;
-/** What follows a subfolder that a row says holds one file per operation or per migration. */
-const ONE_FILE_PER = /^ \(one file per (operation|migration)\b/;
+/** What follows a subfolder that a row says holds one file per operation, per migration or per page or action. */
+const ONE_FILE_PER = /^ \(one file per (operation|migration|page or action)\b/;
 
 const isTest = (path: string) => path.endsWith('.test.ts');
 
@@ -38,6 +38,14 @@ const OPERATION_IDS = new Set(
 function isOneOf(kind: string, file: string): boolean {
   const name = posix.basename(file, '.ts');
   if (kind === 'operation') return file.endsWith('.ts') && OPERATION_IDS.has(name);
+  if (kind === 'page or action') {
+    // A page's handlers are whatever the one routes file beside them assembles, in its order.
+    const folder = join(ROOT, posix.dirname(file));
+    const routes = readdirSync(folder).filter((entry) => entry.endsWith('-routes.ts'));
+    return (
+      file.endsWith('.ts') && routes.length === 1 && `${name}.ts` !== routes[0] && readFileSync(join(folder, routes[0]!), 'utf8').includes(`'./${name}.ts'`)
+    );
+  }
   const index = join(ROOT, posix.dirname(file), 'index.ts');
   return file.endsWith('.ts') && name !== 'index' && existsSync(index) && readFileSync(index, 'utf8').includes(`'./${name}.ts'`);
 }
@@ -165,7 +173,7 @@ describe('docs/architecture.md', () => {
     );
   });
 
-  it('finds a stray file, a renamed one and a file in a handler folder that is no handler', () => {
+  it('finds a stray file, a renamed one and a file in a handler folder that is no handler or page', () => {
     const stray = 'src/platform/stray.ts';
     const renamed = FILES.map((file) => (file === 'src/platform/clock.ts' ? 'src/platform/clocks.ts' : file));
     assert.deepEqual(checkPage(PAGE, [...FILES, stray]).unnamed, [stray]);
@@ -175,5 +183,8 @@ describe('docs/architecture.md', () => {
     const notAHandler = checkPage(PAGE, [...FILES, 'src/verifications/http/helpers.ts']);
     assert.deepEqual(notAHandler.unnamed, ['src/verifications/http/helpers.ts']);
     assert.equal(notAHandler.problems.length, 1);
+    const notAPage = checkPage(PAGE, [...FILES, 'src/dashboard/http/helpers.ts']);
+    assert.deepEqual(notAPage.unnamed, ['src/dashboard/http/helpers.ts']);
+    assert.equal(notAPage.problems.length, 1);
   });
 });

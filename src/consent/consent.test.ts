@@ -188,6 +188,24 @@ for (const factory of testDatabases()) {
       assert.equal((await service.verifications.eventsOf(id)).length, 1);
     });
 
+    it('takes only youtube and stripe as platform names, not names every object has (toString, constructor)', async () => {
+      const { path } = await create(['youtube']);
+      for (const name of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
+        const page = await request(service.app).get(`${path}?connected=${name}`);
+        assert.equal(page.status, 200, `?connected=${name}: ${page.status}`);
+        assert.doesNotMatch(page.text, /class="notice"/, `?connected=${name} announced a connection`);
+        for (const [method, route] of [
+          ['post', `${path}/connect/${name}`],
+          ['get', `${path}/sandbox/${name}`],
+          ['post', `${path}/sandbox/${name}`],
+          ['get', `${path}/denied/${name}`],
+        ] as const) {
+          const response = await request(service.app)[method](route).type('form').send({ decision: 'allow' });
+          assert.ok([303, 404].includes(response.status), `${method.toUpperCase()} ${route}: ${response.status}`);
+        }
+      }
+    });
+
     it('refuses a form posted from another site (Sec-Fetch-Site), changing nothing', async () => {
       const { id, path } = await create(['youtube']);
       const forged = await request(service.app).post(`${path}/decline`).set('Sec-Fetch-Site', 'cross-site');

@@ -161,6 +161,16 @@ for (const factory of testDatabases()) {
       return { webhookId: webhook.body.webhook_id as string, secret: webhook.body.secret as string, deliveryId: log.body.data[0].delivery_id as string, path };
     }
 
+    it('shows only its own notices: ?notice= naming what every object has (toString, constructor) shows none', async () => {
+      for (const name of ['toString', 'constructor', '__proto__']) {
+        const page = await request(service.app).get(`/dashboard/sign-in?notice=${name}`);
+        assert.equal(page.status, 200, `${name}: ${page.status}`);
+        assert.doesNotMatch(page.text, /class="notice"/, `?notice=${name} showed a notice`);
+      }
+      const signedOut = await request(service.app).get('/dashboard/sign-in?notice=signed_out');
+      assert.match(signedOut.text, /class="notice"[^>]*>You are signed out\./);
+    });
+
     it('signs in with a dashboard user only: cookie HttpOnly and SameSite=Strict, pages need it, a wrong password or a missing form token is refused', async () => {
       const a = await lender();
       assert.equal((await request(service.app).get('/dashboard/verifications')).headers.location, '/dashboard/sign-in');

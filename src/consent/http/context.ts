@@ -9,7 +9,12 @@ import { consentPath, messagePage, outcomePage, wordsOf, type PageContext } from
 
 export type ConsentPagesDeps = ConsentDeps & { mode: ServiceMode; publicBaseUrl: string };
 
-export const PLATFORMS: Record<string, Platform> = { youtube: 'youtube', stripe: 'stripe' };
+export const PLATFORMS: readonly Platform[] = ['youtube', 'stripe'];
+/**
+ * The platform a path or query names, if it is one. A list, not an object's keys: a name every
+ * object has (`toString`, `constructor`) must not pass for a platform.
+ */
+export const platformNamed = (name: unknown): Platform | undefined => PLATFORMS.find((platform) => platform === name);
 
 /** The language the creator chose on these pages, remembered for a year (a preference cookie, nothing else). */
 const LANGUAGE_COOKIE = 'consent_lang';
@@ -42,7 +47,7 @@ const paramOf = (req: Request, name: string): string => {
 };
 export const tokenOf = (req: Request): string => paramOf(req, 'token');
 /** The platform a path names, if it is one. */
-export const platformOf = (req: Request): Platform | undefined => PLATFORMS[paramOf(req, 'platform')];
+export const platformOf = (req: Request): Platform | undefined => platformNamed(paramOf(req, 'platform'));
 
 type LinkSession = { verification: { lenderName: string }; registeredLenderName: string | null };
 
@@ -124,7 +129,7 @@ export function consentPagesOf(deps: ConsentPagesDeps): ConsentPages {
     deps,
     secure,
     html,
-    unavailable: new Set(deps.mode === 'production' ? Object.values(PLATFORMS).filter((platform) => !deps.providers[platform]) : []),
+    unavailable: new Set(deps.mode === 'production' ? PLATFORMS.filter((platform) => !deps.providers[platform]) : []),
     secureCookies,
     bindingOptions: { path: secureCookies ? '/' : '/consent/oauth', httpOnly: true, sameSite: 'lax', secure: secureCookies },
     stopCookieName: stopCookie(secureCookies),

@@ -72,6 +72,11 @@ export const NOTICES: Record<string, string> = {
   signed_out: 'You are signed out.',
   deactivated: 'Your dashboard access was ended: your dashboard user or your lender account has been deactivated. Ask your operator.',
 };
+/** The notice a redirect asked a page to show (`?notice=`), if it is one of NOTICES: not a name every object has. */
+export const noticeOf = (req: Request): string | undefined => {
+  const name = req.query.notice;
+  return typeof name === 'string' && Object.hasOwn(NOTICES, name) ? NOTICES[name] : undefined;
+};
 
 export const STATUS_OF_DOMAIN_ERROR: Record<DomainError['kind'], number> = { not_found: 404, conflict: 409, invalid: 400, refused: 422, too_soon: 429 };
 

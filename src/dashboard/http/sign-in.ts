@@ -4,7 +4,7 @@ import type { Outcome } from '../../platform/http/rate-limit.ts';
 import { normaliseEmail, sameToken, sessionOf, signIn } from '../dashboard-users.ts';
 import { PasswordChecks } from '../password-checks.ts';
 import { signInPage } from '../pages.ts';
-import { NOTICES, one, readCookie, type Dashboard } from './context.ts';
+import { noticeOf, one, readCookie, type Dashboard } from './context.ts';
 
 /**
  * Failed sign-ins allowed per email address and per client address (D8's limiter) in a minute:
@@ -32,7 +32,7 @@ export function signInForm(dashboard: Dashboard): RequestHandler {
   const { deps, sessionCookie } = dashboard;
   return async (req, res) => {
     if (await sessionOf(deps.users, readCookie(req, sessionCookie))) return res.redirect(303, '/dashboard/verifications');
-    return showSignIn(dashboard, res, 200, { notice: NOTICES[one(req.query.notice) ?? ''] });
+    return showSignIn(dashboard, res, 200, { notice: noticeOf(req) });
   };
 }
 

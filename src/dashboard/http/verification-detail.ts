@@ -4,7 +4,7 @@ import { DomainError } from '../../platform/domain-error.ts';
 import { renderableVersions } from '../../tape/index.ts';
 import { incomeFigures } from '../income-chart.ts';
 import { verificationPage, type TapeSummary } from '../pages.ts';
-import { NOTICES, one, param, viewerOf, type Dashboard } from './context.ts';
+import { noticeOf, one, param, viewerOf, type Dashboard } from './context.ts';
 
 const TAPE_ID = /^tap_[A-Za-z0-9]{1,96}$/;
 
@@ -57,7 +57,7 @@ export async function showVerification(dashboard: Dashboard, req: Request, res: 
       history,
       earlier: shown?.latest ? undefined : shown,
       income: income && incomeFigures(income),
-      notice: req.method === 'GET' ? NOTICES[one(req.query.notice) ?? ''] : undefined,
+      notice: req.method === 'GET' ? noticeOf(req) : undefined,
       ...extra,
     }),
   );

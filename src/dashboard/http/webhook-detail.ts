@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { listEndpointDeliveries } from '../../webhooks/deliveries.ts';
 import { getWebhook } from '../../webhooks/endpoints.ts';
 import { webhookPage } from '../pages.ts';
-import { NOTICES, one, param, viewerOf, type Dashboard } from './context.ts';
+import { noticeOf, one, param, viewerOf, type Dashboard } from './context.ts';
 import { SUBSCRIBABLE } from './webhook-list.ts';
 
 /** The endpoint's page with its delivery log, shown by its GET and as the answer of its secret and test forms. */
@@ -27,7 +27,7 @@ export async function showWebhook(
       deliveries: log.deliveries,
       hasMore: log.hasMore,
       events: SUBSCRIBABLE,
-      notice: NOTICES[one(req.query.notice) ?? ''],
+      notice: noticeOf(req),
       ...extra,
     }),
   );

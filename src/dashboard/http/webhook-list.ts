@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { DomainError } from '../../platform/domain-error.ts';
 import { listWebhooks, registerWebhook } from '../../webhooks/endpoints.ts';
 import { webhookListPage, type EventName } from '../pages.ts';
-import { NOTICES, one, viewerOf, type Dashboard } from './context.ts';
+import { noticeOf, one, viewerOf, type Dashboard } from './context.ts';
 
 /** The events an endpoint's form offers. */
 export const SUBSCRIBABLE: readonly EventName[] = [
@@ -29,11 +29,7 @@ async function showWebhookList(
 ) {
   const viewer = viewerOf(res);
   const list = await listWebhooks(deps.webhooks, viewer.lender.id, { starting_after: one(req.query.starting_after) });
-  return html(
-    res,
-    status,
-    webhookListPage(viewer, { data: list.data, hasMore: list.has_more, events: SUBSCRIBABLE, notice: NOTICES[one(req.query.notice) ?? ''], ...extra }),
-  );
+  return html(res, status, webhookListPage(viewer, { data: list.data, hasMore: list.has_more, events: SUBSCRIBABLE, notice: noticeOf(req), ...extra }));
 }
 
 export function webhookList(dashboard: Dashboard): RequestHandler {

@@ -125,8 +125,8 @@ export const MUTANTS: Mutant[] = [
     rows: ['op:getBenchmark 200'],
     defect: 'peer benchmarks published from a cohort below the privacy floor (1 tape, 1 lender instead of 30 and 3)',
     file: 'src/benchmarks/peer-benchmark.ts',
-    find: 'export const COHORT_FLOOR = { tapes: 30, lenders: 3 };',
-    replace: 'export const COHORT_FLOOR = { tapes: 1, lenders: 1 };',
+    find: 'const COHORT_FLOOR = { tapes: 30, lenders: 3 };',
+    replace: 'const COHORT_FLOOR = { tapes: 1, lenders: 1 };',
     grep: 'a peer benchmark',
   },
   {
@@ -145,8 +145,8 @@ export const MUTANTS: Mutant[] = [
     rows: ['op:getBenchmark 200'],
     defect: 'peers shown from two other lenders: the floor of three lenders (P22) lowered by one',
     file: 'src/benchmarks/peer-benchmark.ts',
-    find: 'export const COHORT_FLOOR = { tapes: 30, lenders: 3 };',
-    replace: 'export const COHORT_FLOOR = { tapes: 30, lenders: 2 };',
+    find: 'const COHORT_FLOOR = { tapes: 30, lenders: 3 };',
+    replace: 'const COHORT_FLOOR = { tapes: 30, lenders: 2 };',
     grep: 'shows peers from 30 tapes of 3 other lenders',
   },
   {

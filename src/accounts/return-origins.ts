@@ -5,7 +5,7 @@ import ipaddr from 'ipaddr.js';
 // redirect by whoever holds an API key of the lender, nor by a tampered request.
 
 /** Most origins one lender registers: a registration that needs more is a mistake. */
-export const MAX_RETURN_ORIGINS = 20;
+const MAX_RETURN_ORIGINS = 20;
 
 /** Whether a URL's host is this machine: the one place `http` is allowed (a lender's app in development). */
 function isLoopback(hostname: string): boolean {

@@ -3,7 +3,7 @@ import * as admin from '../accounts/lender-admin.ts';
 import { print, withJson, type OutputOptions, type RunCommand } from './cli-support.ts';
 
 /**
- * Account commands beside those of cli.ts: `lender deactivate | reactivate`, `policy show | clear`
+ * Account commands beside those of lender-commands.ts: `lender deactivate | reactivate`, `policy show | clear`
  * and `deployment show`.
  */
 export function addAccountCommands(program: Command, run: RunCommand): void {

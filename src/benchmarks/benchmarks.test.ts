@@ -7,7 +7,7 @@ import { openDatabase, type Database } from '../platform/db/database.ts';
 import { migrations } from '../platform/db/migrations/index.ts';
 import { inUnitOfWork } from '../platform/db/unit-of-work.ts';
 import { BenchmarksRepository, COUNTER_SHARDS, type Member } from './benchmarks-repository.ts';
-import { COHORT_FLOOR, countUncountedTapes, peerBenchmark, loadReferencePopulation } from './peer-benchmark.ts';
+import { countUncountedTapes, peerBenchmark, loadReferencePopulation } from './peer-benchmark.ts';
 import { BUCKET_EDGES, bucketOf, percentileOf, quantile } from './scales.ts';
 
 describe('benchmark buckets', () => {
@@ -100,8 +100,9 @@ for (const factory of testDatabases()) {
         'vrf_any',
       );
 
-    it(`a cohort of ${COHORT_FLOOR.tapes - 1} tapes falls back to the reference population; ${COHORT_FLOOR.tapes} are shown`, async () => {
-      await repository.addMany(await members(COHORT_FLOOR.tapes - 1, 3));
+    // The floor of P22: 30 tapes of at least 3 lenders.
+    it('a cohort of 29 tapes falls back to the reference population; 30 are shown', async () => {
+      await repository.addMany(await members(29, 3));
       const small = await benchmarkOf(0.5);
       assert.equal(small.cohort.source, 'reference');
       assert.ok(small.cohort.size >= 1000, 'the reference population, not the peers');

@@ -14,7 +14,7 @@ type Benchmark = components['schemas']['Benchmark'];
  * not counted (P28); below that the reference population stands in, so a small cohort never reveals
  * one lender's creators.
  */
-export const COHORT_FLOOR = { tapes: 30, lenders: 3 };
+const COHORT_FLOOR = { tapes: 30, lenders: 3 };
 /**
  * The (1, 50 %) dominance rule of statistical disclosure control (P28): peers are shown only while
  * no one lender holds more than half of them. Otherwise the peers' quartiles would be mostly one

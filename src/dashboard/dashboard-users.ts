@@ -18,7 +18,7 @@ export interface DashboardUsersDeps {
 /** A session ends this long after sign-in, whatever happens. */
 export const SESSION_LIFETIME_MS = 12 * 60 * 60 * 1000;
 /** A session not used for this long ends. */
-export const SESSION_IDLE_MS = 30 * 60 * 1000;
+const SESSION_IDLE_MS = 30 * 60 * 1000;
 /** Use of a session is written down at most this often: a page view is not a write. */
 const TOUCH_INTERVAL_MS = 60 * 1000;
 

@@ -10,17 +10,19 @@ import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { monitoringRefreshes } from '../platform/metrics/metrics.ts';
 import { startService, type Service } from '../service.ts';
-import { addMonths, monitoringSchedule } from './monitoring.ts';
+import { monitoringSchedule } from './monitoring.ts';
 
 const HOUR = 60 * 60 * 1000;
 const DAY = 24 * HOUR;
+/** Production's schedule: calendar months. */
+const calendarMonths = monitoringSchedule(null);
 
 describe('monitoring schedule', () => {
   it('adds calendar months in UTC, the day kept or the shorter month’s last day', () => {
-    assert.equal(addMonths(new Date('2026-01-31T10:00:00Z'), 1).toISOString(), '2026-02-28T10:00:00.000Z');
-    assert.equal(addMonths(new Date('2028-01-31T10:00:00Z'), 1).toISOString(), '2028-02-29T10:00:00.000Z');
-    assert.equal(addMonths(new Date('2026-11-30T23:59:00Z'), 3).toISOString(), '2027-02-28T23:59:00.000Z');
-    assert.equal(addMonths(new Date('2026-03-15T00:00:00Z'), 12).toISOString(), '2027-03-15T00:00:00.000Z');
+    assert.equal(calendarMonths.markAt('2026-01-31T10:00:00Z', 1).toISOString(), '2026-02-28T10:00:00.000Z');
+    assert.equal(calendarMonths.markAt('2028-01-31T10:00:00Z', 1).toISOString(), '2028-02-29T10:00:00.000Z');
+    assert.equal(calendarMonths.markAt('2026-11-30T23:59:00Z', 3).toISOString(), '2027-02-28T23:59:00.000Z');
+    assert.equal(calendarMonths.markAt('2026-03-15T00:00:00Z', 12).toISOString(), '2027-03-15T00:00:00.000Z');
   });
 
   it('counts every mark from the start, so a short month does not shorten the ones after it', () => {
@@ -134,7 +136,7 @@ for (const factory of testDatabases()) {
       await runUntil('2026-05-01T00:00:01.000Z');
       assert.equal((await api('get', `/verifications/${id}`)).body.status, 'completed');
       const start = (await monitoringOf(id)).starts_at as string;
-      const mark = addMonths(new Date(start), 1).getTime();
+      const mark = calendarMonths.markAt(start, 1).getTime();
       const counted = async (outcome: string) => (await monitoringRefreshes.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
       const [retryingBefore, failedBefore] = [await counted('retrying'), await counted('failed')];
       await runUntil(new Date(mark).toISOString());
@@ -149,7 +151,7 @@ for (const factory of testDatabases()) {
       const failed = await monitoringOf(id);
       assert.equal(failed.failed_refreshes, 1);
       assert.equal(failed.state, 'active');
-      assert.equal(failed.next_refresh_at, addMonths(new Date(start), 2).toISOString(), 'the next month, as scheduled');
+      assert.equal(failed.next_refresh_at, calendarMonths.markAt(start, 2).toISOString(), 'the next month, as scheduled');
       const announced = (await eventsOf(id)).filter((e) => e.event === 'verification.refresh_failed');
       assert.equal(announced.length, 1);
       assert.deepEqual(

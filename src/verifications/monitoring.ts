@@ -59,7 +59,7 @@ export function monitoringSchedule(sandboxIntervalMs: number | null): Monitoring
 }
 
 /** `date` plus `months` calendar months in UTC, the day kept or, in a shorter month, its last day. */
-export function addMonths(date: Date, months: number): Date {
+function addMonths(date: Date, months: number): Date {
   const target = new Date(date.getTime());
   const day = target.getUTCDate();
   target.setUTCDate(1);

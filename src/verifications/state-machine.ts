@@ -87,10 +87,6 @@ export const TRANSITIONS: readonly Transition[] = [
   },
 ];
 
-export const TERMINAL_STATES: readonly VerificationStatus[] = VERIFICATION_STATES.filter(
-  (state) => !TRANSITIONS.some((transition) => transition.from === state),
-);
-
 export function findTransition(from: VerificationStatus | null, trigger: Transition['trigger']): Transition | undefined {
   return TRANSITIONS.find((transition) => transition.from === from && transition.trigger === trigger);
 }

@@ -10,7 +10,8 @@ import { adminContext } from '../admin/admin-context.ts';
 import { startService, type Service } from '../service.ts';
 import { assertReadsIndex, planOf } from '../../test/support/query-plan.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
-import { TAPE_FOR_LENDER, VERIFICATION_FOR_LENDER, type VerificationListFilter } from './verifications-repository.ts';
+import { hotStatementsMade } from '../platform/db/hot-statements.ts';
+import type { VerificationListFilter } from './verifications-repository.ts';
 
 const MINUTE = 60_000;
 
@@ -280,7 +281,8 @@ for (const factory of testDatabases()) {
         await service.db.knex.raw('analyze sqlite_schema');
       }
       try {
-        for (const statement of [VERIFICATION_FOR_LENDER, TAPE_FOR_LENDER]) {
+        for (const name of ['verification_for_lender', 'tape_for_lender']) {
+          const statement = hotStatementsMade.get(name)!;
           const plan = await planOf(service.db.knex, factory.name, statement.sql, ['vrf_x', lenderId]);
           if (factory.name === 'sqlite') assert.match(plan, /SEARCH v USING INDEX sqlite_autoindex_verifications_1 \(id=\?\)/, plan);
           else assert.match(plan, /Index Scan using verifications_pkey on verifications v/, plan);

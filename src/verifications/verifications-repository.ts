@@ -72,13 +72,13 @@ export interface EventFeedFilter {
 // verifications, SQLite otherwise read the tape's verification from an index of the lender's rows
 // (verifications_list_status_idx covers the columns the tape read needs), 47,000 entries per read:
 // a tape read 10 times slower at 10^6 rows (docs/performance.md, "Scale").
-export const VERIFICATION_FOR_LENDER = hotStatement(
+const VERIFICATION_FOR_LENDER = hotStatement(
   'verification_for_lender',
   `select ${columnsOf('v', VERIFICATION_COLUMNS)}, c.platform as connection_platform, c.status as connection_status
    from verifications v left join platform_connections c on c.verification_id = v.id
    where v.id = ? and v.lender_id || '' = ?`,
 );
-export const TAPE_FOR_LENDER = hotStatement(
+const TAPE_FOR_LENDER = hotStatement(
   'tape_for_lender',
   `select v.status, t.tape from verifications v left join tapes t on t.verification_id = v.id where v.id = ? and v.lender_id || '' = ?`,
 );

@@ -124,11 +124,6 @@ function classify(address: string): Category {
   return classifyParsed(ipaddr.parse(address));
 }
 
-/** True when `address` (a canonical IPv4 or IPv6 literal) is a globally routable unicast address. */
-export function isPublicAddress(address: string): boolean {
-  return classify(address) === 'public';
-}
-
 function addressRefusal(address: string, allowPrivateTargets: boolean): string | undefined {
   const category = classify(address);
   if (category === 'public' || (allowPrivateTargets && ALLOWED_WHEN_PRIVATE_TARGETS.has(category))) return undefined;

@@ -23,7 +23,7 @@ export function verifyWebhookSignature(rawBody: Buffer | string, signatureHeader
 }
 
 /** The header value the service sends: `sha256=` and the lowercase hex HMAC of the body bytes. */
-export function signWebhookBody(rawBody: Buffer | string, secret: string): string {
+function signWebhookBody(rawBody: Buffer | string, secret: string): string {
   return `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;
 }
 

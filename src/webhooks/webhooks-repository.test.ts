@@ -10,7 +10,8 @@ import { adminContext } from '../admin/admin-context.ts';
 import { startService, type Service } from '../service.ts';
 import { assertReadsIndex, planOf } from '../../test/support/query-plan.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
-import { ANY_DELIVERY_DUE, WebhooksRepository, type AttemptRecord } from './webhooks-repository.ts';
+import { hotStatementsMade } from '../platform/db/hot-statements.ts';
+import { WebhooksRepository, type AttemptRecord } from './webhooks-repository.ts';
 
 for (const factory of testDatabases()) {
   describe(`webhook delivery bookkeeping on ${factory.name}`, function () {
@@ -268,7 +269,7 @@ for (const factory of testDatabases()) {
 
     it('looks for due deliveries through the (status, next_attempt_at) index, never reading the whole table', async () => {
       const at = '2026-11-21T10:00:00.000Z';
-      const plan = await planOf(service.db.knex, factory.name, ANY_DELIVERY_DUE.sql, [at, at]);
+      const plan = await planOf(service.db.knex, factory.name, hotStatementsMade.get('any_delivery_due')!.sql, [at, at]);
       assertReadsIndex(plan, factory.name, 'webhook_deliveries', 'webhook_deliveries_status_next_attempt_at_index', { inOrder: false });
     });
 

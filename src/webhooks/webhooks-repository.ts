@@ -188,7 +188,7 @@ export interface DeliveryLogPosition {
  * `exists`, each a range of the (status, next_attempt_at) index that stops at its first row: an
  * `or` in one scan may be planned as a bitmap scan or a read of the whole table on PostgreSQL.
  */
-export const ANY_DELIVERY_DUE = hotStatement(
+const ANY_DELIVERY_DUE = hotStatement(
   'any_delivery_due',
   `select 1 as due where exists (select 1 from webhook_deliveries where status = 'pending' and next_attempt_at <= ?)
      or exists (select 1 from webhook_deliveries where status = 'sending' and locked_until < ?)`,

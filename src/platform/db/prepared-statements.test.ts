@@ -5,7 +5,6 @@ import '../../service.ts';
 import { AccountsRepository } from '../../accounts/accounts-repository.ts';
 import { hashApiKey } from '../../accounts/api-keys.ts';
 import * as admin from '../../accounts/lender-admin.ts';
-import { VERIFICATION_FOR_LENDER } from '../../verifications/verifications-repository.ts';
 import { openDatabase, type Database } from './database.ts';
 import { hotStatement, hotStatementsMade, type HotStatement } from './hot-statements.ts';
 import { namedStatement, namedStatementsMade, runNamed, type NamedStatement } from './named-statements.ts';
@@ -107,7 +106,7 @@ for (const factory of testDatabases()) {
       await db.knex('platform_connections').insert({ verification_id: 'vrf_rolling_deploy', platform: 'youtube', status: 'pending', updated_at: at });
       const answers = async () => ({
         principal: await ctx.accounts.findPrincipalByKeyHash(hashApiKey(apiKey)),
-        verification: await db.hot.rows(VERIFICATION_FOR_LENDER, ['vrf_rolling_deploy', lender.id]),
+        verification: await db.hot.rows(hotStatementsMade.get('verification_for_lender')!, ['vrf_rolling_deploy', lender.id]),
       });
       const names = [...serviceHot, ...serviceNamed].map((statement) => statement.name);
       for (const name of ['principal_by_key_hash', 'verification_for_lender', 'tape_for_lender', 'insert_verification', 'live_endpoints_of_lender'])

@@ -21,7 +21,7 @@ export const PLAN_QUOTAS: Record<'pilot' | 'production' | 'sandbox', Quota> = {
 };
 
 /** Requests without a valid key, per client address: enough for a misconfigured client, too few to guess keys. */
-export const ANONYMOUS_QUOTA: Quota = { perMinute: 120, burst: 30 };
+const ANONYMOUS_QUOTA: Quota = { perMinute: 120, burst: 30 };
 
 export function quotaFor(principal: Principal, mode: ServiceMode): Quota {
   const plan = PLAN_QUOTAS[mode === 'sandbox' ? 'sandbox' : principal.lender.plan];

@@ -137,17 +137,41 @@ export interface DatabaseGaugeSources {
   pool(): { used: number; free: number; pendingAcquires: number; max: number };
 }
 
+/** One scrape's reads of the database; a read that failed is null. */
+interface DatabaseSnapshot {
+  jobs: Awaited<ReturnType<DatabaseGaugeSources['jobs']>> | null;
+  webhooks: Awaited<ReturnType<DatabaseGaugeSources['webhooks']>> | null;
+  monitoring: Awaited<ReturnType<DatabaseGaugeSources['monitoring']>> | null;
+}
+
 /**
  * Gauges computed from the database when Prometheus scrapes. Every process of a deployment reports
  * the same backlog (they share one database): aggregate them with max(), not sum(). The processes of
  * one cluster (WEB_CONCURRENCY) are aggregated so already, by the primary.
  */
 export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): Registry {
-  type Snapshot = {
-    jobs: Awaited<ReturnType<DatabaseGaugeSources['jobs']>> | null;
-    webhooks: Awaited<ReturnType<DatabaseGaugeSources['webhooks']>> | null;
-    monitoring: Awaited<ReturnType<DatabaseGaugeSources['monitoring']>> | null;
-  };
+  const registry = new Registry();
+  const snapshot = sharedSnapshot(sources, logger);
+  // Registered in the order a scrape lists them.
+  reachabilityGauge(registry, snapshot);
+  jobGauge(registry, snapshot, sources.jobKinds, {
+    name: `${PREFIX}jobs_queued`,
+    help: 'Durable jobs pending or running, by kind (all processes share the queue).',
+    valueOf: (row) => row.queued,
+  });
+  monitoringGauge(registry, snapshot);
+  jobGauge(registry, snapshot, sources.jobKinds, {
+    name: `${PREFIX}jobs_lag_seconds`,
+    help: 'How long the oldest due job of each kind has waited past its run time (0: none waiting).',
+    valueOf: (row) => row.lagSeconds,
+  });
+  webhookGauges(registry, snapshot);
+  poolGauge(registry, sources);
+  return registry;
+}
+
+/** The gauges of one scrape are collected concurrently; they share one read of the database. */
+function sharedSnapshot(sources: DatabaseGaugeSources, logger: Logger): () => Promise<DatabaseSnapshot> {
   const attempt = async <T>(what: string, read: () => Promise<T>): Promise<T | null> => {
     try {
       return await read();
@@ -156,9 +180,8 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
       return null;
     }
   };
-  // The gauges of one scrape are collected concurrently; they share one read of the database.
-  let reading: Promise<Snapshot> | null = null;
-  const snapshot = (): Promise<Snapshot> =>
+  let reading: Promise<DatabaseSnapshot> | null = null;
+  return () =>
     (reading ??= (async () => {
       const [jobs, webhooks, monitoring] = await Promise.all([
         attempt('job queue', () => sources.jobs()),
@@ -169,8 +192,9 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
     })().finally(() => {
       reading = null;
     }));
+}
 
-  const registry = new Registry();
+function reachabilityGauge(registry: Registry, snapshot: () => Promise<DatabaseSnapshot>): void {
   // A scrape while the database is unreachable still answers, with the process's own series and
   // civ_db_reachable 0; the backlog series are left out rather than reported stale.
   const reachable = new Gauge({
@@ -184,21 +208,34 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
       reachable.set(jobs && webhooks && monitoring ? 1 : 0);
     },
   });
-  const jobsQueued = new Gauge({
-    name: `${PREFIX}jobs_queued`,
-    help: 'Durable jobs pending or running, by kind (all processes share the queue).',
+}
+
+type JobRow = NonNullable<DatabaseSnapshot['jobs']>[number];
+
+function jobGauge(
+  registry: Registry,
+  snapshot: () => Promise<DatabaseSnapshot>,
+  jobKinds: readonly string[],
+  { name, help, valueOf }: { name: string; help: string; valueOf: (row: JobRow) => number },
+): void {
+  const gauge = new Gauge({
+    name,
+    help,
     labelNames: ['kind'] as const,
     registers: [registry],
     aggregator: 'max',
     async collect() {
       const { jobs } = await snapshot();
-      jobsQueued.reset();
+      gauge.reset();
       if (!jobs) return;
-      for (const kind of sources.jobKinds) jobsQueued.set({ kind }, 0);
-      for (const row of jobs) jobsQueued.set({ kind: row.kind }, row.queued);
+      for (const kind of jobKinds) gauge.set({ kind }, 0);
+      for (const row of jobs) gauge.set({ kind: row.kind }, valueOf(row));
     },
   });
-  const monitoringGauge = new Gauge({
+}
+
+function monitoringGauge(registry: Registry, snapshot: () => Promise<DatabaseSnapshot>): void {
+  const gauge = new Gauge({
     name: `${PREFIX}monitoring_verifications`,
     help: 'Verifications whose ongoing monitoring is active (state active), and those of them whose last refresh failed (state failing).',
     labelNames: ['state'] as const,
@@ -206,29 +243,18 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
     aggregator: 'max',
     async collect() {
       const { monitoring } = await snapshot();
-      monitoringGauge.reset();
+      gauge.reset();
       if (!monitoring) return;
-      monitoringGauge.set({ state: 'active' }, monitoring.active);
-      monitoringGauge.set({ state: 'failing' }, monitoring.failing);
+      gauge.set({ state: 'active' }, monitoring.active);
+      gauge.set({ state: 'failing' }, monitoring.failing);
     },
   });
-  const jobsLag = new Gauge({
-    name: `${PREFIX}jobs_lag_seconds`,
-    help: 'How long the oldest due job of each kind has waited past its run time (0: none waiting).',
-    labelNames: ['kind'] as const,
-    registers: [registry],
-    aggregator: 'max',
-    async collect() {
-      const { jobs } = await snapshot();
-      jobsLag.reset();
-      if (!jobs) return;
-      for (const kind of sources.jobKinds) jobsLag.set({ kind }, 0);
-      for (const row of jobs) jobsLag.set({ kind: row.kind }, row.lagSeconds);
-    },
-  });
+}
+
+function webhookGauges(registry: Registry, snapshot: () => Promise<DatabaseSnapshot>): void {
   const webhookGauge = <Label extends string>(
     configuration: { name: string; help: string; labelNames?: readonly Label[] },
-    fill: (gauge: Gauge<Label>, stats: NonNullable<Snapshot['webhooks']>) => void,
+    fill: (gauge: Gauge<Label>, stats: NonNullable<DatabaseSnapshot['webhooks']>) => void,
   ) => {
     const gauge: Gauge<Label> = new Gauge<Label>({
       ...configuration,
@@ -266,6 +292,10 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
     },
     (gauge, stats) => gauge.set(stats.oldestDueLagSeconds),
   );
+}
+
+/** This process's own connections, read from the pool rather than the database. */
+function poolGauge(registry: Registry, sources: Pick<DatabaseGaugeSources, 'pool'>): void {
   const pool = new Gauge({
     name: `${PREFIX}db_pool_connections`,
     help: 'Database connections of this process by state: used, free, max; and pending (requests waiting for one).',
@@ -279,5 +309,4 @@ export function databaseGauges(sources: DatabaseGaugeSources, logger: Logger): R
       pool.set({ state: 'max' }, stats.max);
     },
   });
-  return registry;
 }

@@ -118,7 +118,9 @@ export interface RequestOptions {
  * limit within any one second (pilot 60/min burst 10, production 300/min burst 50, sandbox 1000/min
  * burst 100). The burst is not in any header, so it is taken from the plan whose minute limit the
  * deployment announces; a limit no plan has gets the plans' lowest ratio, a sixth of it.
- * Per Authorization header value, requests wait until they fit in every window.
+ * Per key, requests wait until they fit in every window. A request the deployment cannot
+ * authenticate (no key, a revoked one, one nobody issued) counts against the client address's quota
+ * whatever it sends (D8, P11), so all of them share one pace: the address's.
  */
 const PLAN_BURSTS = new Map([
   [60, 10],
@@ -148,6 +150,13 @@ class Pacer {
   private readonly sent: number[] = [];
   private inFlight = 0;
   private lastAnswerAt = 0;
+
+  /**
+   * `anonymous`: the pace of requests without a valid key, which learns its quota only from the
+   * answers that refused a key (401); a key the suite did not name but the deployment accepts
+   * (a second key made by the operator) is paced here too, and its answers carry its own quota.
+   */
+  constructor(private readonly anonymous = false) {}
   /** The sandbox plan until the deployment's headers say otherwise. */
   private quota: QuotaSeen = { perMinute: 1000, remaining: undefined, resetAt: undefined };
 
@@ -199,9 +208,10 @@ class Pacer {
     this.inFlight += 1;
   }
 
-  answered(headers: Headers | undefined): void {
+  answered(headers: Headers | undefined, status?: number): void {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.lastAnswerAt = Date.now();
+    if (this.anonymous && status !== 401) return;
     const number = (name: string) => {
       const raw = headers?.get(name);
       return raw !== null && raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : undefined;
@@ -270,20 +280,7 @@ export class ApiClient {
     return this.request('POST', path, options);
   }
 
-  /**
-   * A paced request the deployment still answers 429 (its fixed windows and the pace's sliding ones
-   * can disagree by a request or two under load) is sent again once, after its Retry-After, as any
-   * client would. Requests meant to be refused are sent unpaced and are never retried.
-   */
   async request(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
-    const response = await this.requestOnce(method, path, options);
-    const retryAfter = Number(response.headers.get('retry-after'));
-    if (options.unpaced || response.status !== 429 || !(retryAfter >= 0 && retryAfter <= 60)) return response;
-    await sleepMs(retryAfter * 1000 + 100);
-    return this.requestOnce(method, path, options);
-  }
-
-  private async requestOnce(method: string, path: string, options: RequestOptions): Promise<ApiResponse> {
     const headers: Record<string, string> = { accept: 'application/json', ...lowerCaseKeys(options.headers ?? {}) };
     const authorization = this.authorizationFor(options);
     if (authorization !== undefined) headers.authorization = authorization;
@@ -313,7 +310,7 @@ export class ApiClient {
       pacer.answered(undefined);
       throw error;
     }
-    pacer.answered(raw.headers);
+    pacer.answered(raw.headers, raw.status);
     const bytes = new Uint8Array(await raw.arrayBuffer());
     const text = new TextDecoder().decode(bytes);
     let json: unknown;
@@ -342,9 +339,10 @@ export class ApiClient {
   }
 
   private pacerFor(authorization: string | undefined): Pacer {
-    const subject = `${new URL(this.directBaseUrl ?? this.baseUrl).origin} ${authorization ?? '(no key)'}`;
+    const named = Object.entries(this.keys).some(([name, key]) => name !== 'revoked' && key !== undefined && authorization === `Bearer ${key}`);
+    const subject = `${new URL(this.directBaseUrl ?? this.baseUrl).origin} ${named ? authorization : '(no valid key)'}`;
     let pacer = PACERS.get(subject);
-    if (!pacer) PACERS.set(subject, (pacer = new Pacer()));
+    if (!pacer) PACERS.set(subject, (pacer = new Pacer(!named)));
     return pacer;
   }
 

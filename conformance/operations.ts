@@ -1,10 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { loadContract, type OperationObject } from './contract.ts';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import type { OpenApiDocument, OperationObject } from './contract.ts';
 import { requireKey, type KeyName, type Target } from './harness.ts';
+import { specPath } from './locate.ts';
 
 /** Every operation of the contract, with a request that is right in every way a sweep does not vary. */
 
-const { document } = await loadContract();
+/**
+ * The contract as written, read synchronously: what a sweep needs of it (paths, their parameters,
+ * security and request examples) is all in openapi.yaml itself, its `$ref`s local. Not awaited at
+ * the module's top: a module with a top-level await cannot be loaded by `require`, so mocha would
+ * load the test files that import it as ES modules and the others as CommonJS, and the suite's
+ * harness would run twice over (two clients pacing one key apart, a second self-started service).
+ */
+const document = parse(readFileSync(specPath('openapi.yaml'), 'utf8')) as OpenApiDocument;
 
 export interface SweptOperation {
   operationId: string;

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { assertError } from './assertions.ts';
 import { forEachTarget, requireKey, requireSandbox, type Target } from './harness.ts';
 import { transitionRows } from './event-contract.ts';
-import { createVerification, follow, randomReference, sleep, type Verification } from './sandbox.ts';
+import { createVerification, follow, randomReference, sleep, tapeOf, type Verification } from './sandbox.ts';
 import { finished, requireWebhooks, WebhookSession, type Delivery, type DeliveryList, type WebhookResource } from './webhooks.ts';
 
 /**
@@ -21,7 +21,14 @@ interface AccessReport {
     verification: Verification;
     consent_session: { state: string; expires_at: string };
     state_history: Array<{ from: string | null; to: string; trigger: string; reason: string | null; at: string }>;
-    platform_connections: Array<{ platform: string; account_email: string | null }>;
+    platform_connections: Array<{
+      platform: string;
+      status: string;
+      account_id: string | null;
+      account_email: string | null;
+      scopes: string[];
+      connected_at: string | null;
+    }>;
     income: unknown[];
     tapes: Array<{ verification_id: string }>;
     overlays: Array<{ overlay_id: string; verification_id: string }>;
@@ -144,6 +151,38 @@ forEachTarget((target: Target) => {
         const nobody = `nobody.${randomReference('')}@example.com`;
         assertError(await target.api.get(`/api/v1/gdpr/${operation}?email=${nobody}`, { key: 'gdpr' }), 404, 'not_found');
       }
+    });
+
+    it('sandbox: every connection has a synthetic account, found by its email like a real one, connected when the tape says (P35)', async function () {
+      requireKey(this, target, 'gdpr');
+      requireSandbox(this, target);
+      const created = await createVerification(target, { obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] });
+      assert.equal(created.status, 201, created.text);
+      const id = (created.json as Verification).verification_id;
+      const tape = await tapeOf(target, id);
+      const recordOf = (report: AccessReport) => report.verifications.find((v) => v.verification.verification_id === id);
+      const byReference = await target.api.get(accessPath({ obligor_id: 'demo_prime_multi' }), { key: 'gdpr' });
+      assert.equal(byReference.status, 200, byReference.text);
+      const connections = recordOf(byReference.json as AccessReport)!.platform_connections;
+      assert.deepEqual(connections.map((c) => [c.platform, c.status]).sort(), [
+        ['stripe', 'connected'],
+        ['youtube', 'connected'],
+      ]);
+      const emails = new Set(connections.map((c) => c.account_email));
+      assert.equal(emails.size, 1, 'one creator, one address');
+      const [email] = [...emails];
+      assert.match(email ?? '', /^[a-z0-9-]+@sandbox\.example$/, 'an address of the reserved domain');
+      for (const connection of connections) {
+        assert.ok(connection.scopes.length > 0, `${connection.platform}: the scopes granted`);
+        const shown = (tape.platform_connections as Array<{ platform: string; connected_at?: string | null }>).find((c) => c.platform === connection.platform);
+        assert.ok(connection.connected_at, `${connection.platform}: connected at a time`);
+        assert.equal(connection.connected_at, shown?.connected_at, `${connection.platform}: the tape's connection time`);
+      }
+      assert.match(connections.find((c) => c.platform === 'stripe')!.account_id ?? '', /^acct_/);
+      // Found by the address, in any case (P18), as a real creator's connected account is.
+      const byEmail = await target.api.get(accessPath({ email: email!.toUpperCase() }), { key: 'gdpr' });
+      assert.equal(byEmail.status, 200, byEmail.text);
+      assert.ok(recordOf(byEmail.json as AccessReport), 'the verification is found by its account email');
     });
 
     it('export: the same content as a download with a format version', async function () {

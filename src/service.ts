@@ -26,6 +26,7 @@ import { GdprRepository } from './gdpr/gdpr-repository.ts';
 import { StorageRepository } from './gdpr/storage-repository.ts';
 import { BenchmarksRepository } from './benchmarks/benchmarks-repository.ts';
 import { countInCohort, countUncountedTapes, loadReferencePopulation } from './benchmarks/peer-benchmark.ts';
+import { recordSandboxAccounts } from './consent/sandbox-accounts.ts';
 import { ConsentRepository } from './consent/consent-repository.ts';
 import { consentRoutes } from './consent/http/consent-routes.ts';
 import { DashboardRepository } from './dashboard/dashboard-repository.ts';
@@ -193,9 +194,12 @@ async function seedSandboxDemo({ config, clock }: Start, { accounts, dashboardUs
 function buildRepositories({ config, db }: Start, encryptionKey: Buffer, outbox: EventOutbox): Repositories {
   const queue = new JobQueue(db.knex, db.dialect);
   const benchmarks = new BenchmarksRepository(db.knex);
+  const consent = new ConsentRepository(db.knex, queue);
+  // In the sandbox every connection a tape shows gets a synthetic account (P35).
+  const tapeListeners = [countInCohort(benchmarks), ...(config.mode === 'sandbox' ? [recordSandboxAccounts(consent, encryptionKey)] : [])];
   const verifications = new VerificationsRepository(
     db.knex,
-    { dialect: db.dialect, jobs: queue, outbox, links: sealedConsentLinks(config, encryptionKey), tapeListeners: [countInCohort(benchmarks)] },
+    { dialect: db.dialect, jobs: queue, outbox, links: sealedConsentLinks(config, encryptionKey), tapeListeners },
     db.reader,
     db.hot,
   );
@@ -204,7 +208,7 @@ function buildRepositories({ config, db }: Start, encryptionKey: Buffer, outbox:
     webhooks: new WebhooksRepository(db.knex, db.dialect, db.hot),
     benchmarks,
     verifications,
-    consent: new ConsentRepository(db.knex, queue),
+    consent,
     signingKeys: new SigningKeysRepository(db.knex),
   };
 }

@@ -162,6 +162,30 @@ export class ConsentRepository {
     if (updated !== 1) throw new Error(`no connection of ${platform} to store the grant on`);
   }
 
+  /**
+   * A sandbox connection's synthetic account (P35), stored as a grant's account is but without
+   * tokens: nothing is revoked at a provider for it. Only on a connected row that has no account
+   * yet, so a tape scored again changes nothing. False when there was no such row.
+   */
+  async saveSandboxAccount(
+    unit: UnitOfWork,
+    verificationId: string,
+    platform: string,
+    account: { email: { ciphertext: string; index: string }; scopes: string[]; externalAccountId: string | null; connectedAt: string },
+  ): Promise<boolean> {
+    const updated = await transactionOf(unit)<ConnectionRow>('platform_connections')
+      .where({ verification_id: verificationId, platform, status: 'connected' })
+      .whereNull('account_email_ciphertext')
+      .update({
+        account_email_ciphertext: account.email.ciphertext,
+        account_email_index: account.email.index,
+        scopes: JSON.stringify(account.scopes),
+        external_account_id: account.externalAccountId,
+        connected_at: account.connectedAt,
+      });
+    return updated === 1;
+  }
+
   async connectionsWithTokens(verificationId: string): Promise<ConnectionWithTokens[]> {
     const rows = await this.knex<ConnectionRow>('platform_connections').where({ verification_id: verificationId });
     return rows.map((r) => ({

@@ -69,7 +69,7 @@ export interface PlatformProvider {
   }): Promise<{ accessToken: string; refreshToken: string | null }>;
 }
 
-const GOOGLE_SCOPES = ['https://www.googleapis.com/auth/yt-analytics-monetary.readonly', 'email'];
+export const GOOGLE_SCOPES = ['https://www.googleapis.com/auth/yt-analytics-monetary.readonly', 'email'];
 
 function oauthConfiguration(
   settings: { authorizationUrl: string; tokenUrl: string; revokeUrl?: string; issuer: string },

@@ -77,19 +77,22 @@ export function stepDelayMs(step: SandboxStep, delayMs: number): number {
 /**
  * Synthetic income for a sandbox verification, one entry per requested platform: a synthetic
  * creator's own series, otherwise SANDBOX_TAPE_SOURCE's income for the requested platforms. A
- * platform not in `connected` (when given) has no data, as a creator who left it unconnected.
+ * platform not in `connected` (when given) has no data, as a creator who left it unconnected. A
+ * platform is connected at `now` unless `connected` knows when (its synthetic account's time, P35),
+ * so a refresh's tape shows the connection time of the first, as a grant's would.
  */
 export function sandboxIncome(
   verification: Pick<VerificationRecord, 'id' | 'obligorReference' | 'creatorPlatforms'>,
   now: Date,
-  connected?: ReadonlySet<string>,
+  connected?: ReadonlyMap<string, string | null>,
 ): PlatformIncome[] {
   const reference = verification.obligorReference;
-  if (isSyntheticCreator(reference)) return [...syntheticTapeInput(reference, { now, verificationId: verification.id }).platforms];
+  const since = (income: PlatformIncome): PlatformIncome => ({ ...income, connectedAt: connected?.get(income.platform) ?? income.connectedAt });
+  if (isSyntheticCreator(reference)) return syntheticTapeInput(reference, { now, verificationId: verification.id }).platforms.map(since);
   const source = syntheticTapeInput(SANDBOX_TAPE_SOURCE, { now, verificationId: verification.id }).platforms;
   return verification.creatorPlatforms.map((platform) => {
     const income = source.find((p) => p.platform === platform);
-    return income && (!connected || connected.has(platform)) ? income : { platform, status: 'not_connected' as const, months: [] };
+    return income && (!connected || connected.has(platform)) ? since(income) : { platform, status: 'not_connected' as const, months: [] };
   });
 }
 
@@ -103,7 +106,7 @@ export function sandboxRefreshIncome(
   verification: Pick<VerificationRecord, 'id' | 'obligorReference' | 'creatorPlatforms'>,
   refresh: number,
   now: Date,
-  connected?: ReadonlySet<string>,
+  connected?: ReadonlyMap<string, string | null>,
 ): CollectionOutcome {
   const scripted = REFRESH_OUTCOMES.find((outcome) => verification.obligorReference.startsWith(outcome.prefix));
   if (scripted) return { kind: 'failed', reason: scripted.reason, platform: verification.creatorPlatforms[0]! };

@@ -232,11 +232,12 @@ export class VerificationsRepository {
   }
 
   /** The platforms a verification has connected so far. */
-  async connectedPlatforms(verificationId: string): Promise<Set<string>> {
-    const rows = await this.knex<{ verification_id: string; platform: string; status: string }>('platform_connections')
+  /** The platforms connected, each with when it was connected (null until known). */
+  async connectedPlatforms(verificationId: string): Promise<Map<string, string | null>> {
+    const rows = await this.knex<{ verification_id: string; platform: string; status: string; connected_at: string | null }>('platform_connections')
       .where({ verification_id: verificationId, status: 'connected' })
-      .select('platform');
-    return new Set(rows.map((r) => r.platform));
+      .select('platform', 'connected_at');
+    return new Map(rows.map((r) => [r.platform, r.connected_at]));
   }
 
   /** One query: the verification with its connections (a row per connection, or one without). */

@@ -1,0 +1,56 @@
+import type { RiskTape200 } from '../../generated/tape.ts';
+import { sha256Hex } from '../platform/crypto.ts';
+import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
+import { protectEmail, type Platform } from './consent-flow.ts';
+import type { ConsentRepository } from './consent-repository.ts';
+import { GOOGLE_SCOPES } from './providers.ts';
+
+/** The reserved domain (RFC 2606) of every sandbox creator's synthetic address. */
+export const SANDBOX_EMAIL_DOMAIN = 'sandbox.example';
+
+/**
+ * A sandbox creator's synthetic account email (P35), the same for every verification of one
+ * obligor reference and so found by a data-protection request as a real creator's would be: the
+ * reference in lower case with every run of other characters than letters and digits made a hyphen
+ * (at most 40 characters), a hyphen, the first 8 hex digits of the reference's SHA-256, at
+ * `sandbox.example`. `demo-yt-mid` is `demo-yt-mid-<8 hex>@sandbox.example`.
+ */
+export function sandboxAccountEmail(obligorReference: string): string {
+  const slug = obligorReference
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .slice(0, 40)
+    .replace(/^-+|-+$/g, '');
+  return `${slug || 'creator'}-${sha256Hex(obligorReference).slice(0, 8)}@${SANDBOX_EMAIL_DOMAIN}`;
+}
+
+/**
+ * What production keeps of each platform's grant, made up for the sandbox: the address, the scopes
+ * granted, and Stripe's connected account id (`acct_` and 16 hex digits). Google names no account
+ * id, as in production.
+ */
+export function sandboxAccount(obligorReference: string, platform: Platform): { email: string; scopes: string[]; externalAccountId: string | null } {
+  const email = sandboxAccountEmail(obligorReference);
+  if (platform === 'youtube') return { email, scopes: [...GOOGLE_SCOPES], externalAccountId: null };
+  return { email, scopes: ['read_only'], externalAccountId: `acct_${sha256Hex(`stripe:${obligorReference}`).slice(0, 16)}` };
+}
+
+/**
+ * The verifications store's tape listener in the sandbox (P35): each platform the tape shows
+ * connected gets its synthetic account, connected when the tape says, in the same unit of work.
+ * The address is encrypted with its blind index, as a grant's is: one seal per connection.
+ */
+export function recordSandboxAccounts(consent: Pick<ConsentRepository, 'saveSandboxAccount'>, encryptionKey: Buffer) {
+  return async (unit: UnitOfWork, verification: { id: string }, tape: RiskTape200): Promise<void> => {
+    for (const connection of tape.platform_connections) {
+      if (connection.status !== 'connected' || !connection.connected_at) continue;
+      const account = sandboxAccount(tape.obligor.reference, connection.platform);
+      await consent.saveSandboxAccount(unit, verification.id, connection.platform, {
+        email: protectEmail(encryptionKey, account.email),
+        scopes: account.scopes,
+        externalAccountId: account.externalAccountId,
+        connectedAt: connection.connected_at,
+      });
+    }
+  };
+}

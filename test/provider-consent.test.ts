@@ -145,6 +145,23 @@ for (const factory of testDatabases()) {
       assert.ok(google.calls.some((c) => c.path === '/v2/reports'));
       const pages = stripe.calls.filter((c) => c.path === '/v1/balance_transactions' && c.headers['stripe-account'] === accountId);
       assert.ok(pages.length >= 2 && pages.some((c) => c.query.starting_after), 'the list was not paginated');
+
+      // A tape stored before its scoring input was kept is scored again from the income rows when an
+      // overlay arrives: every figure, and when each platform was connected, stay as they were.
+      await service.db.knex('tapes').where({ verification_id: id }).update({ scoring_input: null });
+      const overlay = await request(service.app)
+        .post(`/api/v1/verifications/${id}/overlays`)
+        .auth(key, { type: 'bearer' })
+        .send({ type: 'aml', provider: 'ComplyCheck', status: 'clear', observed_at: '2026-11-01T00:00:00Z' });
+      assert.equal(overlay.status, 201, overlay.text);
+      const rescored = (await request(service.app).get(`/api/v1/verifications/${id}/tape`).auth(key, { type: 'bearer' })).body;
+      assert.ok(
+        tape.platform_connections.every((c: { connected_at: string | null }) => c.connected_at),
+        'the first tape knows when each platform was connected',
+      );
+      assert.deepEqual(rescored.platform_connections, tape.platform_connections);
+      assert.deepEqual(rescored.cashflow_summary, tape.cashflow_summary);
+      assert.equal(rescored.tape_generated_at, tape.tape_generated_at);
     });
 
     it('fails with platform_error when a provider keeps answering 5xx (bounded retries)', async () => {

@@ -186,6 +186,21 @@ for (const factory of testDatabases()) {
       );
     });
 
+    it('re-scores a tape stored before its scoring input was kept when an overlay arrives, changing no figure', async () => {
+      const { body: v } = await create({ obligor_reference: 'demo_prime_multi', creator_platforms: ['youtube', 'stripe'] });
+      const before = (await tape(v.verification_id)).body;
+      await service.db.knex('tapes').where({ verification_id: v.verification_id }).update({ scoring_input: null });
+      const overlay = await request(service.app)
+        .post(`/api/v1/verifications/${v.verification_id}/overlays`)
+        .auth(key, { type: 'bearer' })
+        .send({ type: 'aml', provider: 'ComplyCheck', status: 'clear', observed_at: '2026-11-01T00:00:00Z' });
+      assert.equal(overlay.status, 201, overlay.text);
+      const after = (await tape(v.verification_id)).body;
+      assert.deepEqual(after.platform_connections, before.platform_connections);
+      assert.deepEqual(after.cashflow_summary, before.cashflow_summary);
+      assert.deepEqual(after.eligibility.tier, before.eligibility.tier);
+    });
+
     it("scores with the lender's own policy overrides (partner configuration)", async () => {
       const ctx = adminContext({ mode: 'sandbox' }, new AccountsRepository(service.db.knex), clock);
       const lender = await admin.createLender(ctx, { name: 'Strict Lender' });

@@ -462,7 +462,7 @@ export class VerificationLifecycle {
       await store.insertOverlay(record.id, overlay);
       const stored = (await store.tapeForRescoring(record.id))!;
       const scoredAt = new Date(stored.tape.tape_generated_at);
-      const platforms = stored.platforms ?? (await this.incomeScoredBefore(record, scoredAt));
+      const platforms = stored.platforms ?? (await this.incomeScoredBefore(store, record, stored.tape));
       const rescored = scoreVerification(record, platforms, profile, scoredAt, [...existing, overlay]);
       await replaceTape(store, record, stored.tape, rescored, {
         generatedAt: stored.tape.tape_generated_at,
@@ -477,17 +477,28 @@ export class VerificationLifecycle {
 
   /**
    * The income a tape stored before its scoring input was kept was scored from: the collected
-   * income in production, the (deterministic) synthetic income in the sandbox.
+   * income in production, the (deterministic) synthetic income in the sandbox. When each platform
+   * was connected is not in the income rows: the tape itself says it. Read in the overlay's unit of
+   * work, whose lock it runs under (a read outside it waited for SQLite's one writer for ever).
    */
-  private async incomeScoredBefore(record: VerificationRecord, scoredAt: Date): Promise<PlatformIncome[]> {
-    if (this.deps.config.mode === 'sandbox') return sandboxIncome(record, scoredAt, await this.deps.verifications.connectedPlatforms(record.id));
-    const income = await this.deps.verifications.incomeOf(record.id);
+  private async incomeScoredBefore(store: VerificationStore, record: VerificationRecord, tape: RiskTape200): Promise<PlatformIncome[]> {
+    const scoredAt = new Date(tape.tape_generated_at);
+    if (this.deps.config.mode === 'sandbox') return sandboxIncome(record, scoredAt, await store.connectedPlatforms(record.id));
+    const income = await store.incomeOf(record.id);
+    const shown = (platform: string) => tape.platform_connections.find((c) => c.platform === platform);
+    // Of a month's records in several currencies, the one listed last names the platform's currency
+    // (the engine's rule for source_currency): the rows come sorted by currency, so the tape's own is
+    // put last again.
+    const last = (currency: string | null | undefined) => (a: { month: string; sourceCurrency: string }, b: { month: string; sourceCurrency: string }) =>
+      a.month.localeCompare(b.month) || Number(a.sourceCurrency === currency) - Number(b.sourceCurrency === currency);
+    const connectedAt = (platform: string) => shown(platform)?.connected_at ?? null;
     return record.creatorPlatforms.map((platform) => {
-      const months = income.filter((r) => r.platform === platform);
+      const months = income.filter((r) => r.platform === platform).sort(last(shown(platform)?.source_currency));
       return months.length > 0
         ? {
             platform,
             status: 'connected' as const,
+            connectedAt: connectedAt(platform),
             months: months.map((m) => ({ month: m.month, sourceCurrency: m.sourceCurrency, sourceAmount: m.sourceAmount, amountEur: m.amountEur })),
           }
         : { platform, status: 'not_connected' as const, months: [] };

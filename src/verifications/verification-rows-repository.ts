@@ -182,6 +182,30 @@ export async function resourceIn(knex: Knex, record: VerificationRecord): Promis
   return toResource(record, new Map(connections.map((c) => [c.platform, c.status])));
 }
 
+/** A verification's income records, as collected, by platform and month. */
+export async function incomeIn(
+  knex: Knex,
+  verificationId: string,
+): Promise<Array<{ platform: string; month: string; sourceCurrency: string; sourceAmount: number; amountEur: number | null }>> {
+  type Row = { verification_id: string; platform: string; month: string; source_currency: string; source_amount: number; amount_eur: number | null };
+  const rows = await knex<Row>('income_records').where({ verification_id: verificationId }).orderBy(['platform', 'month', 'source_currency']);
+  return rows.map((r) => ({
+    platform: r.platform,
+    month: r.month,
+    sourceCurrency: r.source_currency,
+    sourceAmount: Number(r.source_amount),
+    amountEur: r.amount_eur === null ? null : Number(r.amount_eur),
+  }));
+}
+
+/** The platforms connected, each with when it was connected (null until known). */
+export async function connectedPlatformsIn(knex: Knex, verificationId: string): Promise<Map<string, string | null>> {
+  const rows = await knex<{ verification_id: string; platform: string; status: string; connected_at: string | null }>('platform_connections')
+    .where({ verification_id: verificationId, status: 'connected' })
+    .select('platform', 'connected_at');
+  return new Map(rows.map((r) => [r.platform, r.connected_at]));
+}
+
 /** A verification's overlays, oldest first, as the tape shows them. */
 export async function overlaysIn(knex: Knex, verificationId: string): Promise<OverlayBlock[]> {
   const rows = await knex<OverlayRow>('overlays')

@@ -11,6 +11,8 @@ import type { LifecycleJobKind, LifecycleJobPayloads } from './lifecycle-jobs.ts
 import type { FailureReason, Transition } from './state-machine.ts';
 import type { MonitoringRecord } from './monitoring.ts';
 import {
+  connectedPlatformsIn,
+  incomeIn,
   monitoringColumns,
   overlaysIn,
   resourceIn,
@@ -333,6 +335,16 @@ export class VerificationStore {
       stored.at,
     ]);
     for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, scored.tape);
+  }
+
+  /** The verification's income records, read in this unit of work (incomeIn). */
+  incomeOf(verificationId: string): ReturnType<typeof incomeIn> {
+    return incomeIn(this.trx, verificationId);
+  }
+
+  /** The platforms connected and when, read in this unit of work (connectedPlatformsIn). */
+  connectedPlatforms(verificationId: string): Promise<Map<string, string | null>> {
+    return connectedPlatformsIn(this.trx, verificationId);
   }
 
   /** The stored tape with what scoring it again needs: when it was computed, and from which income (null for tapes stored before it was kept). */

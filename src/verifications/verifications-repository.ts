@@ -11,6 +11,8 @@ import {
   VERIFICATION_COLUMNS,
   connectionsOf,
   overlaysIn,
+  connectedPlatformsIn,
+  incomeIn,
   resourceIn,
   rowsOf,
   storedTape,
@@ -217,27 +219,14 @@ export class VerificationsRepository {
     return row ? storedTape(row.tape) : null;
   }
 
-  async incomeOf(
-    verificationId: string,
-  ): Promise<Array<{ platform: string; month: string; sourceCurrency: string; sourceAmount: number; amountEur: number | null }>> {
-    type Row = { verification_id: string; platform: string; month: string; source_currency: string; source_amount: number; amount_eur: number | null };
-    const rows = await this.knex<Row>('income_records').where({ verification_id: verificationId }).orderBy(['platform', 'month', 'source_currency']);
-    return rows.map((r) => ({
-      platform: r.platform,
-      month: r.month,
-      sourceCurrency: r.source_currency,
-      sourceAmount: Number(r.source_amount),
-      amountEur: r.amount_eur === null ? null : Number(r.amount_eur),
-    }));
+  async incomeOf(verificationId: string): ReturnType<typeof incomeIn> {
+    return incomeIn(this.knex, verificationId);
   }
 
   /** The platforms a verification has connected so far. */
   /** The platforms connected, each with when it was connected (null until known). */
   async connectedPlatforms(verificationId: string): Promise<Map<string, string | null>> {
-    const rows = await this.knex<{ verification_id: string; platform: string; status: string; connected_at: string | null }>('platform_connections')
-      .where({ verification_id: verificationId, status: 'connected' })
-      .select('platform', 'connected_at');
-    return new Map(rows.map((r) => [r.platform, r.connected_at]));
+    return connectedPlatformsIn(this.knex, verificationId);
   }
 
   /** One query: the verification with its connections (a row per connection, or one without). */

@@ -189,9 +189,8 @@ export class VerificationLifecycle {
     let tape: StoredTape = latest;
     if (tapeId !== undefined) {
       const earlier = await this.deps.verifications.earlierTapeForLender(lenderId, verificationId, tapeId);
-      if (!earlier) {
-        const history = await this.deps.verifications.tapeHistoryForLender(lenderId, verificationId);
-        if (history?.[0]?.tape_id !== tapeId) throw new DomainError('not_found', `Verification ${verificationId} has no tape ${tapeId}.`);
+      if (!earlier && (await this.deps.verifications.latestTapeId(verificationId)) !== tapeId) {
+        throw new DomainError('not_found', `Verification ${verificationId} has no tape ${tapeId}.`);
       }
       tape = earlier ?? latest;
     }

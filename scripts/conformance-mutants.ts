@@ -21,6 +21,7 @@ import { promisify } from 'node:util';
 import { matrixRows } from '../conformance/matrix.ts';
 import { SERVICE_ENV_NAMES as HARNESS_SERVICE_ENV_NAMES } from '../conformance/service-env.ts';
 import { stopProcess } from '../test/support/server-process.ts';
+import { keyOptions, makeSuiteKeys, type SuiteKeys } from './support/conformance-keys.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const run = promisify(execFile);
@@ -1639,45 +1640,17 @@ async function freePort(): Promise<number> {
   });
 }
 
-interface Keys {
-  lender: string;
-  otherLender: string;
-  thirdLender: string;
-  fourthLender: string;
-  gdpr: string;
-  pilot: string;
-}
-
 /** The origin registered for lender A: where its creations' `return_url`s may lead. */
 const RETURN_ORIGIN = 'https://lender-app.mutants.example';
 
 /** Accounts and keys made once with the operator CLI (D23) in a template database, copied for every server. */
-async function makeTemplateDatabase(copy: string, file: string): Promise<Keys> {
+async function makeTemplateDatabase(copy: string, file: string): Promise<SuiteKeys> {
   const env = baseEnv({ DATABASE_URL: `sqlite:${file}`, SERVICE_MODE: 'sandbox', LOG_LEVEL: 'warn' });
   const admin = async <T>(...args: string[]): Promise<T> => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'], { cwd: copy, env, timeout: 60_000 });
     return JSON.parse(stdout) as T;
   };
-  const a = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender A');
-  const b = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender B');
-  const c = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender C');
-  const d = await admin<{ id: string }>('lender', 'create', '--name', 'Mutants Lender D');
-  const lender = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
-  const otherLender = await admin<{ api_key: string }>('key', 'create', '--lender', b.id, '--role', 'lender');
-  const thirdLender = await admin<{ api_key: string }>('key', 'create', '--lender', c.id, '--role', 'lender');
-  const fourthLender = await admin<{ api_key: string }>('key', 'create', '--lender', d.id, '--role', 'lender');
-  const gdpr = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'gdpr_admin');
-  const pilot = await admin<{ id: string; api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
-  await admin('key', 'limit', '--key-id', pilot.id, '--rate-limit', '60', '--burst', '10');
-  await admin('lender', 'set', '--id', a.id, '--return-origins', RETURN_ORIGIN);
-  return {
-    lender: lender.api_key,
-    otherLender: otherLender.api_key,
-    thirdLender: thirdLender.api_key,
-    fourthLender: fourthLender.api_key,
-    gdpr: gdpr.api_key,
-    pilot: pilot.api_key,
-  };
+  return makeSuiteKeys(admin, { namePrefix: 'Mutants', returnOrigin: RETURN_ORIGIN });
 }
 
 function freshDatabase(template: string, file: string): void {
@@ -1727,25 +1700,14 @@ async function startServer(copy: string, database: string, caDir: string): Promi
 }
 
 /** The suite, from this repository, against `baseUrl`: exit status 0 all passed, 1 a test failed. */
-async function runSuite(baseUrl: string, keys: Keys, caDir: string, grep: string, junit: string): Promise<{ code: number; output: string }> {
+async function runSuite(baseUrl: string, keys: SuiteKeys, caDir: string, grep: string, junit: string): Promise<{ code: number; output: string }> {
   const args = [
     '--import',
     'tsx',
     join(ROOT, 'conformance', 'cli.ts'),
     '--base-url',
     baseUrl,
-    '--key',
-    keys.lender,
-    '--other-lender-key',
-    keys.otherLender,
-    '--third-lender-key',
-    keys.thirdLender,
-    '--fourth-lender-key',
-    keys.fourthLender,
-    '--gdpr-key',
-    keys.gdpr,
-    '--pilot-key',
-    keys.pilot,
+    ...keyOptions(keys),
     '--return-origin',
     RETURN_ORIGIN,
     '--ca-dir',

@@ -29,6 +29,7 @@ import { promisify } from 'node:util';
 import { freePort } from '../test/support/free-port.ts';
 import { startServerProcess, stopProcess } from '../test/support/server-process.ts';
 import { SERVICE_ENV_NAMES } from '../conformance/service-env.ts';
+import { keyOptions, makeSuiteKeys, type SuiteKeys } from './support/conformance-keys.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SPEC = join(ROOT, 'spec', 'openapi.yaml');
@@ -153,16 +154,6 @@ function printViolations(title: string, violations: PrismViolation[]): void {
 
 // ---------------------------------------------------------------- the service and its keys
 
-interface Keys {
-  lender: string;
-  otherLender: string;
-  thirdLender: string;
-  fourthLender: string;
-  gdpr: string;
-  pilot: string;
-  revoked: string;
-}
-
 function serviceEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of [...SERVICE_ENV_NAMES, 'TEST_POSTGRES_URL']) delete env[name];
@@ -170,38 +161,17 @@ function serviceEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 /** Accounts and keys made with the operator CLI (D23) on the service's database, as an operator would. */
-async function makeKeys(databaseUrl: string): Promise<Keys> {
+async function makeKeys(databaseUrl: string): Promise<SuiteKeys> {
   const env = serviceEnv({ DATABASE_URL: databaseUrl, SERVICE_MODE: 'sandbox', LOG_LEVEL: 'warn' });
   const admin = async <T>(...args: string[]): Promise<T> => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args, '--json'], { cwd: ROOT, env, timeout: 60_000 });
     return JSON.parse(stdout) as T;
   };
-  const a = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender A');
-  const b = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender B');
-  const c = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender C');
-  const d = await admin<{ id: string }>('lender', 'create', '--name', 'Prism Lender D');
-  const lender = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
-  const otherLender = await admin<{ api_key: string }>('key', 'create', '--lender', b.id, '--role', 'lender');
-  const thirdLender = await admin<{ api_key: string }>('key', 'create', '--lender', c.id, '--role', 'lender');
-  const fourthLender = await admin<{ api_key: string }>('key', 'create', '--lender', d.id, '--role', 'lender');
-  const gdpr = await admin<{ api_key: string }>('key', 'create', '--lender', a.id, '--role', 'gdpr_admin');
-  const pilot = await admin<{ id: string; api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
-  await admin('key', 'limit', '--key-id', pilot.id, '--rate-limit', '60', '--burst', '10');
-  const revoked = await admin<{ id: string; api_key: string }>('key', 'create', '--lender', a.id, '--role', 'lender');
-  await admin('key', 'revoke', '--key-id', revoked.id);
-  return {
-    lender: lender.api_key,
-    otherLender: otherLender.api_key,
-    thirdLender: thirdLender.api_key,
-    fourthLender: fourthLender.api_key,
-    gdpr: gdpr.api_key,
-    pilot: pilot.api_key,
-    revoked: revoked.api_key,
-  };
+  return makeSuiteKeys(admin, { namePrefix: 'Prism', revoked: true });
 }
 
 /** The suite from this repository, its output shown as it runs; resolves to its exit status. */
-async function runSuite(prismUrl: string, directUrl: string, keys: Keys, caDir: string, extra: string[]): Promise<number> {
+async function runSuite(prismUrl: string, directUrl: string, keys: SuiteKeys, caDir: string, extra: string[]): Promise<number> {
   const args = [
     '--import',
     'tsx',
@@ -210,20 +180,7 @@ async function runSuite(prismUrl: string, directUrl: string, keys: Keys, caDir: 
     prismUrl,
     '--direct-base-url',
     directUrl,
-    '--key',
-    keys.lender,
-    '--other-lender-key',
-    keys.otherLender,
-    '--third-lender-key',
-    keys.thirdLender,
-    '--fourth-lender-key',
-    keys.fourthLender,
-    '--gdpr-key',
-    keys.gdpr,
-    '--pilot-key',
-    keys.pilot,
-    '--revoked-key',
-    keys.revoked,
+    ...keyOptions(keys),
     '--ca-dir',
     caDir,
     '--sandbox-delay-ms',

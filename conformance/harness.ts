@@ -118,9 +118,7 @@ export interface RequestOptions {
  * limit within any one second (pilot 60/min burst 10, production 300/min burst 50, sandbox 1000/min
  * burst 100). The burst is not in any header, so it is taken from the plan whose minute limit the
  * deployment announces; a limit no plan has gets the plans' lowest ratio, a sixth of it.
- * Per key, requests wait until they fit in every window. A request the deployment cannot
- * authenticate (no key, a revoked one, one nobody issued) counts against the client address's quota
- * whatever it sends (D8, P11), so all of them share one pace: the address's.
+ * Per Authorization header value, requests wait until they fit in every window.
  */
 const PLAN_BURSTS = new Map([
   [60, 10],
@@ -150,13 +148,6 @@ class Pacer {
   private readonly sent: number[] = [];
   private inFlight = 0;
   private lastAnswerAt = 0;
-
-  /**
-   * `anonymous`: the pace of requests without a valid key, which learns its quota only from the
-   * answers that refused a key (401); a key the suite did not name but the deployment accepts
-   * (a second key made by the operator) is paced here too, and its answers carry its own quota.
-   */
-  constructor(private readonly anonymous = false) {}
   /** The sandbox plan until the deployment's headers say otherwise. */
   private quota: QuotaSeen = { perMinute: 1000, remaining: undefined, resetAt: undefined };
 
@@ -208,10 +199,9 @@ class Pacer {
     this.inFlight += 1;
   }
 
-  answered(headers: Headers | undefined, status?: number): void {
+  answered(headers: Headers | undefined): void {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.lastAnswerAt = Date.now();
-    if (this.anonymous && status !== 401) return;
     const number = (name: string) => {
       const raw = headers?.get(name);
       return raw !== null && raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : undefined;
@@ -310,7 +300,7 @@ export class ApiClient {
       pacer.answered(undefined);
       throw error;
     }
-    pacer.answered(raw.headers, raw.status);
+    pacer.answered(raw.headers);
     const bytes = new Uint8Array(await raw.arrayBuffer());
     const text = new TextDecoder().decode(bytes);
     let json: unknown;
@@ -339,10 +329,9 @@ export class ApiClient {
   }
 
   private pacerFor(authorization: string | undefined): Pacer {
-    const named = Object.entries(this.keys).some(([name, key]) => name !== 'revoked' && key !== undefined && authorization === `Bearer ${key}`);
-    const subject = `${new URL(this.directBaseUrl ?? this.baseUrl).origin} ${named ? authorization : '(no valid key)'}`;
+    const subject = `${new URL(this.directBaseUrl ?? this.baseUrl).origin} ${authorization ?? '(no key)'}`;
     let pacer = PACERS.get(subject);
-    if (!pacer) PACERS.set(subject, (pacer = new Pacer(!named)));
+    if (!pacer) PACERS.set(subject, (pacer = new Pacer()));
     return pacer;
   }
 

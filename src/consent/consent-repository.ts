@@ -163,27 +163,44 @@ export class ConsentRepository {
   }
 
   /**
-   * A sandbox connection's synthetic account (P35), stored as a grant's account is but without
-   * tokens: nothing is revoked at a provider for it. Only on a connected row that has no account
-   * yet, so a tape scored again changes nothing. False when there was no such row.
+   * Sandbox connections' synthetic accounts (P35), stored as a grant's account is but without
+   * tokens: nothing is revoked at a provider for them. Only on connected rows that have no account
+   * yet, so a tape scored again changes nothing. One statement for all the verification's
+   * platforms: a synthetic creator's creation writes them, and each round trip costs it.
    */
-  async saveSandboxAccount(
+  async saveSandboxAccounts(
     unit: UnitOfWork,
     verificationId: string,
-    platform: string,
-    account: { email: { ciphertext: string; index: string }; scopes: string[]; externalAccountId: string | null; connectedAt: string },
-  ): Promise<boolean> {
-    const updated = await transactionOf(unit)<ConnectionRow>('platform_connections')
-      .where({ verification_id: verificationId, platform, status: 'connected' })
+    accounts: ReadonlyArray<{
+      platform: string;
+      email: { ciphertext: string; index: string };
+      scopes: string[];
+      externalAccountId: string | null;
+      connectedAt: string;
+    }>,
+  ): Promise<number> {
+    if (accounts.length === 0) return 0;
+    const trx = transactionOf(unit);
+    // Each column: `case platform when ? then ? ... end`, one branch per platform.
+    const byPlatform = (value: (account: (typeof accounts)[number]) => string | null) =>
+      trx.raw(
+        `case platform ${accounts.map(() => 'when ? then ?').join(' ')} end`,
+        accounts.flatMap((account) => [account.platform, value(account)]),
+      );
+    return trx<ConnectionRow>('platform_connections')
+      .where({ verification_id: verificationId, status: 'connected' })
+      .whereIn(
+        'platform',
+        accounts.map((account) => account.platform),
+      )
       .whereNull('account_email_ciphertext')
       .update({
-        account_email_ciphertext: account.email.ciphertext,
-        account_email_index: account.email.index,
-        scopes: JSON.stringify(account.scopes),
-        external_account_id: account.externalAccountId,
-        connected_at: account.connectedAt,
+        account_email_ciphertext: byPlatform((account) => account.email.ciphertext),
+        account_email_index: byPlatform((account) => account.email.index),
+        scopes: byPlatform((account) => JSON.stringify(account.scopes)),
+        external_account_id: byPlatform((account) => account.externalAccountId),
+        connected_at: byPlatform((account) => account.connectedAt),
       });
-    return updated === 1;
   }
 
   async connectionsWithTokens(verificationId: string): Promise<ConnectionWithTokens[]> {

@@ -40,17 +40,21 @@ export function sandboxAccount(obligorReference: string, platform: Platform): { 
  * connected gets its synthetic account, connected when the tape says, in the same unit of work.
  * The address is encrypted with its blind index, as a grant's is: one seal per connection.
  */
-export function recordSandboxAccounts(consent: Pick<ConsentRepository, 'saveSandboxAccount'>, encryptionKey: Buffer) {
+export function recordSandboxAccounts(consent: Pick<ConsentRepository, 'saveSandboxAccounts'>, encryptionKey: Buffer) {
   return async (unit: UnitOfWork, verification: { id: string }, tape: RiskTape200): Promise<void> => {
-    for (const connection of tape.platform_connections) {
-      if (connection.status !== 'connected' || !connection.connected_at) continue;
+    const accounts = tape.platform_connections.flatMap((connection) => {
+      if (connection.status !== 'connected' || !connection.connected_at) return [];
       const account = sandboxAccount(tape.obligor.reference, connection.platform);
-      await consent.saveSandboxAccount(unit, verification.id, connection.platform, {
-        email: protectEmail(encryptionKey, account.email),
-        scopes: account.scopes,
-        externalAccountId: account.externalAccountId,
-        connectedAt: connection.connected_at,
-      });
-    }
+      return [
+        {
+          platform: connection.platform,
+          email: protectEmail(encryptionKey, account.email),
+          scopes: account.scopes,
+          externalAccountId: account.externalAccountId,
+          connectedAt: connection.connected_at,
+        },
+      ];
+    });
+    await consent.saveSandboxAccounts(unit, verification.id, accounts);
   };
 }

@@ -39,6 +39,7 @@ export {
   type StoreCollaborators,
   type StoredTape,
   type TapeListener,
+  type TapeReason,
   type VerificationListFilter,
   type VerificationRecord,
   type VerificationResource,

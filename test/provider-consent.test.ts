@@ -1,29 +1,19 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
-import { AccountsRepository } from '../src/accounts/accounts-repository.ts';
-import * as admin from '../src/accounts/lender-admin.ts';
-import { loadConfig } from '../src/platform/config.ts';
 import { decryptSecret } from '../src/platform/crypto.ts';
-import { testDatabases, type TestDatabase } from './support/test-databases.ts';
-import { createLogger } from '../src/platform/logger.ts';
-import { adminContext } from '../src/admin/admin-context.ts';
-import { startService, type Service } from '../src/service.ts';
-import { startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
-import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
-import { providerEnv } from './simulators/provider-env.ts';
+import type { Service } from '../src/service.ts';
+import type { GoogleSimulator } from './simulators/google.ts';
+import type { StripeSimulator } from './simulators/stripe.ts';
 import { bindingCookieOf, pressOnProviderPage } from './support/provider-page.ts';
-
-const PUBLIC_BASE_URL = 'https://verify.lender.example';
-
-/** Months before `now`, oldest first, as YYYY-MM. */
-const lastMonths = (count: number, now = new Date()) =>
-  Array.from({ length: count }, (_, i) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - count + i, 1)).toISOString().slice(0, 7));
+import { connectAtProvider, lastMonths, PUBLIC_BASE_URL, startProviderService, type ProviderService } from './support/provider-service.ts';
+import { testDatabases, type TestDatabase } from './support/test-databases.ts';
 
 for (const factory of testDatabases()) {
   describe(`creator consent with the real provider protocols (simulators) on ${factory.name}`, function () {
     this.timeout(60_000);
     let testDb: TestDatabase;
+    let started: ProviderService;
     let google: GoogleSimulator;
     let stripe: StripeSimulator;
     let service: Service;
@@ -32,28 +22,11 @@ for (const factory of testDatabases()) {
 
     before(async () => {
       testDb = await factory.create();
-      google = await startGoogleSimulator();
-      stripe = await startStripeSimulator();
-      const config = loadConfig({
-        DATABASE_URL: testDb.url,
-        SERVICE_MODE: 'production',
-        ENCRYPTION_KEY: 'e'.repeat(64),
-        PUBLIC_BASE_URL,
-        VALIDATE_RESPONSES: '1',
-        PROCESSING_WINDOW_SECONDS: '2',
-        ...providerEnv(google, stripe),
-      });
-      service = await startService(config, createLogger({ level: 'silent' }));
-      const ctx = adminContext(config, new AccountsRepository(service.db.knex));
-      const lender = await admin.createLender(ctx, { name: 'Northwind Capital' });
-      // A pilot account's burst of 10 would throttle the test's own polling.
-      await admin.updateLender(ctx, { id: lender.id, rateLimit: 100000, burst: 10000 });
-      key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+      started = await startProviderService(testDb.url, { env: { PROCESSING_WINDOW_SECONDS: '2' } });
+      ({ service, google, stripe, key } = started);
     });
     after(async () => {
-      await service.close();
-      await google.close();
-      await stripe.close();
+      await started.close();
       await testDb.drop();
     });
 
@@ -69,11 +42,9 @@ for (const factory of testDatabases()) {
     const status = async (id: string) => (await request(service.app).get(`/api/v1/verifications/${id}`).auth(key, { type: 'bearer' })).body;
     /** Connect button → provider page → the creator's choice → the service's callback. */
     const connect = async (path: string, platform: 'youtube' | 'stripe', button: string, account?: string) => {
-      const start = await request(service.app).post(`${path}/connect/${platform}`);
-      assert.equal(start.status, 303, start.text);
-      const callback = await pressOnProviderPage(start.headers.location!, button, account);
+      const { callback, answer } = await connectAtProvider(service, path, platform, button, account);
       assert.equal(callback.origin, PUBLIC_BASE_URL);
-      return request(service.app).get(`${callback.pathname}${callback.search}`).set('Cookie', bindingCookieOf(start.headers['set-cookie']));
+      return answer;
     };
     const completeAndCollect = async (id: string, path: string) => {
       assert.equal((await request(service.app).post(`${path}/complete`)).status, 303);

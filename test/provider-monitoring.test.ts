@@ -1,24 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
-import { AccountsRepository } from '../src/accounts/accounts-repository.ts';
-import * as admin from '../src/accounts/lender-admin.ts';
-import { adminContext } from '../src/admin/admin-context.ts';
-import { loadConfig } from '../src/platform/config.ts';
-import { createLogger } from '../src/platform/logger.ts';
-import { startService, type Service } from '../src/service.ts';
+import type { Service } from '../src/service.ts';
 import { ManualClock } from '../src/platform/clock.ts';
-import { ACCESS_TOKEN_TTL_SECONDS, startGoogleSimulator, type GoogleSimulator } from './simulators/google.ts';
-import { providerEnv } from './simulators/provider-env.ts';
-import { startStripeSimulator, type StripeSimulator } from './simulators/stripe.ts';
-import { bindingCookieOf, pressOnProviderPage } from './support/provider-page.ts';
+import { ACCESS_TOKEN_TTL_SECONDS, type GoogleSimulator } from './simulators/google.ts';
+import type { StripeSimulator } from './simulators/stripe.ts';
+import { connectAtProvider, lastMonths, startProviderService, type ProviderService } from './support/provider-service.ts';
 import { testDatabases, type TestDatabase } from './support/test-databases.ts';
-
-const PUBLIC_BASE_URL = 'https://verify.lender.example';
-
-/** Months before `now`, oldest first, as YYYY-MM. */
-const lastMonths = (count: number, now = new Date()) =>
-  Array.from({ length: count }, (_, i) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - count + i, 1)).toISOString().slice(0, 7));
 
 /**
  * Ongoing monitoring in production (P33), against the providers' real protocols: the grant asked
@@ -29,6 +17,7 @@ for (const factory of testDatabases()) {
   describe(`ongoing monitoring against the provider simulators on ${factory.name}`, function () {
     this.timeout(60_000);
     let testDb: TestDatabase;
+    let started: ProviderService;
     let google: GoogleSimulator;
     let stripe: StripeSimulator;
     let service: Service;
@@ -40,26 +29,11 @@ for (const factory of testDatabases()) {
     before(async () => {
       testDb = await factory.create();
       googleClock = new ManualClock(new Date());
-      google = await startGoogleSimulator({ clock: googleClock });
-      stripe = await startStripeSimulator();
-      const config = loadConfig({
-        DATABASE_URL: testDb.url,
-        SERVICE_MODE: 'production',
-        ENCRYPTION_KEY: 'e'.repeat(64),
-        PUBLIC_BASE_URL,
-        VALIDATE_RESPONSES: '1',
-        ...providerEnv(google, stripe),
-      });
-      service = await startService(config, createLogger({ level: 'silent' }));
-      const ctx = adminContext(config, new AccountsRepository(service.db.knex));
-      const lender = await admin.createLender(ctx, { name: 'Northwind Capital' });
-      await admin.updateLender(ctx, { id: lender.id, rateLimit: 100000, burst: 10000 });
-      key = (await admin.createKey(ctx, { lenderId: lender.id, role: 'lender' })).apiKey;
+      started = await startProviderService(testDb.url, { googleClock });
+      ({ service, google, stripe, key } = started);
     });
     after(async () => {
-      await service.close();
-      await google.close();
-      await stripe.close();
+      await started.close();
       await testDb.drop();
     });
 
@@ -72,12 +46,9 @@ for (const factory of testDatabases()) {
       return { id: response.body.verification_id as string, path: new URL(response.body.consent_url).pathname };
     };
     const connect = async (path: string, platform: 'youtube' | 'stripe', button: string, account: string) => {
-      const start = await request(service.app).post(`${path}/connect/${platform}`);
-      assert.equal(start.status, 303, start.text);
-      const callback = await pressOnProviderPage(start.headers.location!, button, account);
-      const back = await request(service.app).get(`${callback.pathname}${callback.search}`).set('Cookie', bindingCookieOf(start.headers['set-cookie']));
-      assert.equal(back.status, 303, back.text);
-      return new URL(start.headers.location!);
+      const { authorization, answer } = await connectAtProvider(service, path, platform, button, account);
+      assert.equal(answer.status, 303, answer.text);
+      return authorization;
     };
     /** A creator with income on both platforms, connected and consented; the verification completed. */
     const monitoredCreator = async () => {

@@ -9,7 +9,11 @@ import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { startService, type Service } from '../service.ts';
 import { testDatabases, type TestDatabase } from '../../test/support/test-databases.ts';
-import { sandboxAccountEmail } from './sandbox-accounts.ts';
+import type { RiskTape200 } from '../../generated/tape.ts';
+import { decryptSecret } from '../platform/crypto.ts';
+import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
+import { emailIndex } from './consent-flow.ts';
+import { recordSandboxAccounts, sandboxAccountEmail } from './sandbox-accounts.ts';
 
 interface ConnectionRecord {
   platform: string;
@@ -19,6 +23,63 @@ interface ConnectionRecord {
   scopes: string[];
   connected_at: string | null;
 }
+
+describe("sandbox connections' synthetic accounts (P35): the tape listener", () => {
+  const encryptionKey = Buffer.alloc(32, 7);
+  const connected = [
+    { platform: 'youtube', status: 'connected', connected_at: '2026-11-21T10:00:00.000Z' },
+    { platform: 'stripe', status: 'connected', connected_at: '2026-11-21T10:00:01.000Z' },
+  ];
+  const listen = async (reason: 'completion' | 'overlay_attached' | 'refresh', connections: object[] = connected) => {
+    const saved: Array<{ platform: string; email: { ciphertext: string; index: string }; connectedAt: string }> = [];
+    const consent = {
+      saveSandboxAccounts: async (_unit: UnitOfWork, _id: string, accounts: ReadonlyArray<(typeof saved)[number]>) => {
+        saved.push(...accounts);
+        return accounts.length;
+      },
+    };
+    const tape = { obligor: { reference: 'demo_prime_multi' }, platform_connections: connections } as unknown as RiskTape200;
+    await recordSandboxAccounts(consent, encryptionKey)({} as UnitOfWork, { id: 'ver_1' }, tape, reason);
+    return saved;
+  };
+
+  it("seals each connected platform's address once, with the completion's tape, dated as the tape says", async () => {
+    const saved = await listen('completion');
+    assert.deepEqual(
+      saved.map((s) => [s.platform, s.connectedAt]),
+      [
+        ['youtube', '2026-11-21T10:00:00.000Z'],
+        ['stripe', '2026-11-21T10:00:01.000Z'],
+      ],
+    );
+    const email = sandboxAccountEmail('demo_prime_multi');
+    for (const { email: stored } of saved) {
+      assert.equal(decryptSecret(encryptionKey, stored.ciphertext), email);
+      assert.equal(stored.index, emailIndex(encryptionKey, email));
+    }
+    assert.notEqual(saved[0]!.email.ciphertext, saved[1]!.email.ciphertext, 'each connection its own seal');
+    const unconnected = await listen('completion', [connected[0]!, { platform: 'stripe', status: 'not_connected', connected_at: null }]);
+    assert.deepEqual(
+      unconnected.map((s) => s.platform),
+      ['youtube'],
+      'an unconnected platform has no account',
+    );
+  });
+
+  it('seals nothing for a later tape: a refresh or an overlay finds the accounts written', async () => {
+    assert.deepEqual(await listen('refresh'), []);
+    assert.deepEqual(await listen('overlay_attached'), []);
+  });
+
+  it('derives a valid address at the reserved domain from any reference', () => {
+    const address = /^[a-z0-9]+(-[a-z0-9]+)*@sandbox\.example$/;
+    for (const reference of ['demo_prime_multi', 'Créateur №7', '---', 'x'.repeat(200), 'A.B+C']) {
+      assert.match(sandboxAccountEmail(reference), address, reference);
+    }
+    assert.notEqual(sandboxAccountEmail('a-b'), sandboxAccountEmail('a_b'), 'references alike once hyphenated keep apart');
+    assert.equal(sandboxAccountEmail('demo_prime_multi'), sandboxAccountEmail('demo_prime_multi'));
+  });
+});
 
 for (const factory of testDatabases()) {
   describe(`sandbox connections' synthetic accounts (P35) on ${factory.name}`, function () {

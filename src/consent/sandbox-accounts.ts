@@ -1,6 +1,7 @@
 import type { RiskTape200 } from '../../generated/tape.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import type { UnitOfWork } from '../platform/db/unit-of-work.ts';
+import type { TapeReason } from '../verifications/verifications-repository.ts';
 import { protectEmail, type Platform } from './consent-flow.ts';
 import type { ConsentRepository } from './consent-repository.ts';
 import { GOOGLE_SCOPES } from './providers.ts';
@@ -41,7 +42,11 @@ export function sandboxAccount(obligorReference: string, platform: Platform): { 
  * The address is encrypted with its blind index, as a grant's is: one seal per connection.
  */
 export function recordSandboxAccounts(consent: Pick<ConsentRepository, 'saveSandboxAccounts'>, encryptionKey: Buffer) {
-  return async (unit: UnitOfWork, verification: { id: string }, tape: RiskTape200): Promise<void> => {
+  return async (unit: UnitOfWork, verification: { id: string }, tape: RiskTape200, reason: TapeReason): Promise<void> => {
+    // A platform connects only before its verification completes, so the completion's tape names
+    // every connection there will be; a refresh's or an overlay's would seal each address again
+    // only for the repository to keep the first.
+    if (reason !== 'completion') return;
     const accounts = tape.platform_connections.flatMap((connection) => {
       if (connection.status !== 'connected' || !connection.connected_at) return [];
       const account = sandboxAccount(tape.obligor.reference, connection.platform);

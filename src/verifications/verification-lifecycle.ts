@@ -22,7 +22,6 @@ import {
 import type { LifecycleJobPayloads } from './lifecycle-jobs.ts';
 import { personalDataIn } from './obligor-reference.ts';
 import { sandboxIncome, sandboxSteps, stepDelayMs } from './sandbox.ts';
-import type { TapeReason } from './verification-store-repository.ts';
 import { scoreVerification, type ScoredTape, type ScoringProfile } from './scoring.ts';
 import { findTransition, IllegalTransition, type FailureReason, type Transition, type VerificationStatus } from './state-machine.ts';
 import {
@@ -42,6 +41,7 @@ import {
   type EventFeedFilter,
   type NewVerification,
   type StoredTape,
+  type TapeReason,
   type VerificationListFilter,
   type VerificationRecord,
   type VerificationResource,

@@ -54,8 +54,11 @@ export interface ConsentLinks {
   urlOf(sealed: string): string;
 }
 
+/** Why a tape was made (the tape history's `reason`). */
+export type TapeReason = 'completion' | 'overlay_attached' | 'refresh';
+
 /** Told of every tape saved (a verification completed, or its tape scored again), in the same unit of work. */
-export type TapeListener = (unit: UnitOfWork, verification: { id: string; lenderId: string }, tape: RiskTape200) => Promise<void>;
+export type TapeListener = (unit: UnitOfWork, verification: { id: string; lenderId: string }, tape: RiskTape200, reason: TapeReason) => Promise<void>;
 
 /** What a unit of work's store works with besides its transaction. */
 export interface StoreCollaborators {

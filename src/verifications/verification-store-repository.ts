@@ -24,13 +24,11 @@ import {
   type NewVerification,
   type Platform,
   type StoreCollaborators,
+  type TapeReason,
   type VerificationRecord,
   type VerificationResource,
   type VerificationRow,
 } from './verification-rows-repository.ts';
-
-/** Why a tape was made (the tape history's `reason`). */
-export type TapeReason = 'completion' | 'overlay_attached' | 'refresh';
 
 // The write side of the verifications: one store per unit of work. Builder queries, and the
 // creation path's named statements (docs/persistence.md, "Query kinds").
@@ -188,7 +186,7 @@ export class VerificationStore {
       if (eventRow) sequence = (await runNamed<{ sequence: number | string }>(this.trx, INSERT_EVENT, eventRow))[0]?.sequence;
     }
     if (!completion) return;
-    for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, completion.tape.tape);
+    for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, completion.tape.tape, 'completion');
     await this.outbox.publish(
       {
         id: completion.event.id,
@@ -334,7 +332,7 @@ export class VerificationStore {
       stored.reason,
       stored.at,
     ]);
-    for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, scored.tape);
+    for (const listener of this.collaborators.tapeListeners) await listener(this.unit, verification, scored.tape, stored.reason);
   }
 
   /** The verification's income records, read in this unit of work (incomeIn). */

@@ -39,6 +39,7 @@ export {
   type StoreCollaborators,
   type StoredTape,
   type TapeListener,
+  type TapeReason,
   type VerificationListFilter,
   type VerificationRecord,
   type VerificationResource,
@@ -210,13 +211,13 @@ export class VerificationsRepository {
     return summaries;
   }
 
-  /** An earlier tape of the lender's verification, by its id in the tape history (P33). */
   /** The id of a verification's latest tape (the caller has found it the lender's); null without one. */
   async latestTapeId(verificationId: string): Promise<string | null> {
     const row = await this.knex<{ verification_id: string; tape_id: string }>('tapes').where({ verification_id: verificationId }).first('tape_id');
     return row?.tape_id ?? null;
   }
 
+  /** An earlier tape of the lender's verification, by its id in the tape history (P33). */
   async earlierTapeForLender(lenderId: string, verificationId: string, tapeId: string): Promise<StoredTape | null> {
     const row = await this.knex('tape_history as h')
       .join('verifications as v', 'v.id', 'h.verification_id')

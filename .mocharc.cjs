@@ -39,6 +39,10 @@ const FULL_ONLY = [
   'test/provider-consent.test.ts',
 ];
 const quick = process.env.TEST_TIER === 'quick';
+// The quick tier runs its files in worker processes, one per core and at least two: its files start
+// no server process and share nothing but the CPU, and serially they left one of the two cores of the
+// development machine to the type check alone (docs/development.md, "Test tiers").
+const jobs = Math.max(2, require('node:os').availableParallelism());
 // The quick tier needs no PostgreSQL: the suites that run on both databases run on SQLite alone.
 if (quick) delete process.env.TEST_POSTGRES_URL;
 const named = process.argv.slice(2).some((arg) => !arg.startsWith('-') && /\.test\.ts$/.test(arg));
@@ -47,7 +51,7 @@ module.exports = {
   'node-option': ['import=tsx'],
   extension: ['ts'],
   spec: named ? [] : ALL,
-  ...(quick && { ignore: FULL_ONLY, require: ['test/support/quick-tier.ts'] }),
+  ...(quick && { ignore: FULL_ONLY, require: ['test/support/quick-tier.ts'], parallel: true, jobs }),
   timeout: 20000,
   recursive: true,
 };

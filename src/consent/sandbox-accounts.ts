@@ -7,7 +7,7 @@ import type { ConsentRepository } from './consent-repository.ts';
 import { GOOGLE_SCOPES } from './providers.ts';
 
 /** The reserved domain (RFC 2606) of every sandbox creator's synthetic address. */
-export const SANDBOX_EMAIL_DOMAIN = 'sandbox.example';
+const SANDBOX_EMAIL_DOMAIN = 'sandbox.example';
 
 /**
  * A sandbox creator's synthetic account email (P35), the same for every verification of one
@@ -30,7 +30,7 @@ export function sandboxAccountEmail(obligorReference: string): string {
  * granted, and Stripe's connected account id (`acct_` and 16 hex digits). Google names no account
  * id, as in production.
  */
-export function sandboxAccount(obligorReference: string, platform: Platform): { email: string; scopes: string[]; externalAccountId: string | null } {
+function sandboxAccount(obligorReference: string, platform: Platform): { email: string; scopes: string[]; externalAccountId: string | null } {
   const email = sandboxAccountEmail(obligorReference);
   if (platform === 'youtube') return { email, scopes: [...GOOGLE_SCOPES], externalAccountId: null };
   return { email, scopes: ['read_only'], externalAccountId: `acct_${sha256Hex(`stripe:${obligorReference}`).slice(0, 16)}` };

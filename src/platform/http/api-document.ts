@@ -82,6 +82,36 @@ export function loadApiDocument(): ApiDocument {
   return JSON.parse(readFileSync(BUNDLED_SPEC, 'utf8')) as ApiDocument;
 }
 
+/**
+ * `doc` with `paths` alone and only the components they reach through `$ref`, directly or through
+ * other components, and every security scheme (operations name theirs without a `$ref`). The
+ * objects are `doc`'s own, not copies.
+ */
+export function withPathsAlone(doc: ApiDocument, paths: string[]): ApiDocument {
+  const all = (doc.components ?? {}) as Record<string, Record<string, unknown> | undefined>;
+  const reached: Record<string, Record<string, unknown>> = all.securitySchemes ? { securitySchemes: all.securitySchemes } : {};
+  const walk = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(walk);
+    if (typeof value !== 'object' || value === null) return;
+    for (const [key, child] of Object.entries(value)) {
+      if (key !== '$ref' || typeof child !== 'string') {
+        walk(child);
+        continue;
+      }
+      const [hash, root, section, name, ...rest] = child.split('/').map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
+      const target = section !== undefined && name !== undefined ? all[section]?.[name] : undefined;
+      if (hash !== '#' || root !== 'components' || rest.length || target === undefined) throw new Error(`${child}: not a component of the document`);
+      const kept = (reached[section!] ??= {});
+      if (name! in kept) continue;
+      kept[name!] = target;
+      walk(target);
+    }
+  };
+  const kept = Object.fromEntries(paths.map((path) => [path, doc.paths[path]!]));
+  walk(kept);
+  return { ...doc, paths: kept, components: reached };
+}
+
 function exactPathOf(path: string): RegExp {
   const segments = path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
   return new RegExp(`^${segments.join('/')}$`);

@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import express, { type Express, type RequestHandler, type Response, type Router } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { assertSchemasCompile, listOperations, type ApiDocument, type ApiOperation, type OperationId } from './api-document.ts';
+import { assertSchemasCompile, listOperations, withPathsAlone, type ApiDocument, type ApiOperation, type OperationId } from './api-document.ts';
 import { requireRole } from './request-context.ts';
 import { ApiError, noSuchRoute } from './error-catalogue.ts';
 import { BodyEncodingError, errorHandler } from './error-handler.ts';
@@ -185,17 +185,18 @@ const PATHS_VALIDATED_ALONE = [
  * express-openapi-validator looks a request's route up by compiling the pattern of each of its
  * document's routes in turn until one matches, on every request; with the whole contract that was
  * about ten patterns before the status read's and cost it a quarter of its CPU (docs/performance.md,
- * "The validator's route lookup"). With the path alone, one. Every validator has the whole
- * contract's components; what each checks of its own paths is the same.
+ * "Speed-ups in the code"). With the path alone, one. Each validator has the components its paths
+ * reach, so what it checks of them is the same; given the whole contract's, each spent about 150 ms
+ * of the start preparing what its paths never use.
  */
 function validatorByPath(document: ApiDocument, operations: ApiOperation[], validatorOf: (document: ApiDocument) => RequestHandler[]): RequestHandler {
   const alone = PATHS_VALIDATED_ALONE.map((path) => {
     const pattern = operations.find((operation) => operation.path === path)?.exactPath;
     if (!pattern) throw new Error(`${path} is no path of the contract`);
-    return { pattern, validate: inSeries(validatorOf({ ...document, paths: { [path]: document.paths[path]! } })) };
+    return { pattern, validate: inSeries(validatorOf(withPathsAlone(document, [path]))) };
   });
-  const otherPaths = Object.fromEntries(Object.entries(document.paths).filter(([path]) => !PATHS_VALIDATED_ALONE.includes(path)));
-  const others = inSeries(validatorOf({ ...document, paths: otherPaths }));
+  const otherPaths = Object.keys(document.paths).filter((path) => !PATHS_VALIDATED_ALONE.includes(path));
+  const others = inSeries(validatorOf(withPathsAlone(document, otherPaths)));
   return (req, res, next) => (alone.find(({ pattern }) => pattern.test(req.path))?.validate ?? others)(req, res, next);
 }
 
@@ -231,12 +232,24 @@ function pending(operationId: OperationId, deliveredBy: string): RequestHandler 
 }
 
 /**
+ * Digests of the documents whose every schema this process has compiled (`assertSchemasCompile`).
+ * The check depends on a document's content alone, and it was an eighth of the CPU of the quick
+ * test tier, which builds some forty apps of one contract (docs/performance.md, "Speed-ups in the
+ * code"). A service builds one app, so it checks once either way.
+ */
+const checkedDocuments = new Set<string>();
+
+/**
  * Builds the Express app from the bundled OpenAPI document: every route comes from the spec, so an
  * operation cannot exist without its contract, and every request is validated against it.
  */
 export function createHttpApp(deps: HttpAppDeps): Express {
   const { apiDocument } = deps;
-  assertSchemasCompile(apiDocument);
+  const digest = createHash('sha256').update(JSON.stringify(apiDocument)).digest('base64');
+  if (!checkedDocuments.has(digest)) {
+    assertSchemasCompile(apiDocument);
+    checkedDocuments.add(digest);
+  }
   const operations = listOperations(apiDocument);
 
   const app = express();

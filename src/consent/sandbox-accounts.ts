@@ -26,40 +26,33 @@ export function sandboxAccountEmail(obligorReference: string): string {
 }
 
 /**
- * What production keeps of each platform's grant, made up for the sandbox: the address, the scopes
- * granted, and Stripe's connected account id (`acct_` and 16 hex digits). Google names no account
+ * What production keeps of each platform's grant besides its address, made up for the sandbox: the
+ * scopes granted, and Stripe's connected account id (`acct_` and 16 hex digits). Google names no account
  * id, as in production.
  */
-function sandboxAccount(obligorReference: string, platform: Platform): { email: string; scopes: string[]; externalAccountId: string | null } {
-  const email = sandboxAccountEmail(obligorReference);
-  if (platform === 'youtube') return { email, scopes: [...GOOGLE_SCOPES], externalAccountId: null };
-  return { email, scopes: ['read_only'], externalAccountId: `acct_${sha256Hex(`stripe:${obligorReference}`).slice(0, 16)}` };
+function sandboxAccount(obligorReference: string, platform: Platform): { scopes: string[]; externalAccountId: string | null } {
+  if (platform === 'youtube') return { scopes: [...GOOGLE_SCOPES], externalAccountId: null };
+  return { scopes: ['read_only'], externalAccountId: `acct_${sha256Hex(`stripe:${obligorReference}`).slice(0, 16)}` };
 }
 
 /**
  * The verifications store's tape listener in the sandbox (P35): each platform the tape shows
  * connected gets its synthetic account, connected when the tape says, in the same unit of work.
- * The address is encrypted with its blind index, as a grant's is: one seal per connection.
+ * The address, the same for every platform of the creator, is encrypted with its blind index as a
+ * grant's is, once for all of them.
  */
 export function recordSandboxAccounts(consent: Pick<ConsentRepository, 'saveSandboxAccounts'>, encryptionKey: Buffer) {
   return async (unit: UnitOfWork, verification: { id: string }, tape: RiskTape200, reason: TapeReason): Promise<void> => {
     // A platform connects only before its verification completes, so the completion's tape names
-    // every connection there will be; a refresh's or an overlay's would seal each address again
+    // every connection there will be; a refresh's or an overlay's would seal the address again
     // only for the repository to keep the first.
     if (reason !== 'completion') return;
     const accounts = tape.platform_connections.flatMap((connection) => {
       if (connection.status !== 'connected' || !connection.connected_at) return [];
       const account = sandboxAccount(tape.obligor.reference, connection.platform);
-      return [
-        {
-          platform: connection.platform,
-          email: protectEmail(encryptionKey, account.email),
-          scopes: account.scopes,
-          externalAccountId: account.externalAccountId,
-          connectedAt: connection.connected_at,
-        },
-      ];
+      return [{ platform: connection.platform, scopes: account.scopes, externalAccountId: account.externalAccountId, connectedAt: connection.connected_at }];
     });
-    await consent.saveSandboxAccounts(unit, verification.id, accounts);
+    if (accounts.length === 0) return;
+    await consent.saveSandboxAccounts(unit, verification.id, protectEmail(encryptionKey, sandboxAccountEmail(tape.obligor.reference)), accounts);
   };
 }

@@ -34,7 +34,12 @@ describe("sandbox connections' synthetic accounts (P35): the tape listener", () 
     const saved: Array<{ platform: string; email: { ciphertext: string; index: string }; connectedAt: string }> = [];
     let seals = 0;
     const consent = {
-      saveSandboxAccounts: async (_unit: UnitOfWork, _id: string, email: { ciphertext: string; index: string }, accounts: ReadonlyArray<{ platform: string; connectedAt: string }>) => {
+      saveSandboxAccounts: async (
+        _unit: UnitOfWork,
+        _id: string,
+        email: { ciphertext: string; index: string },
+        accounts: ReadonlyArray<{ platform: string; connectedAt: string }>,
+      ) => {
         seals++;
         saved.push(...accounts.map((account) => ({ ...account, email })));
         return accounts.length;

@@ -246,8 +246,8 @@ export const MUTANTS: Mutant[] = [
     rows: ['op:gdprAccess 200'],
     defect: "a sandbox connection's account dated when it was stored, not when the tape says it was connected",
     file: 'src/consent/sandbox-accounts.ts',
-    find: '          connectedAt: connection.connected_at,',
-    replace: '          connectedAt: new Date(Date.parse(connection.connected_at) + 1000).toISOString(),',
+    find: 'connectedAt: connection.connected_at }',
+    replace: 'connectedAt: new Date(Date.parse(connection.connected_at) + 1000).toISOString() }',
     grep: 'every connection has a synthetic account',
   },
   {

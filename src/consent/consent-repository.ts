@@ -181,16 +181,11 @@ export class ConsentRepository {
   }
 
   /**
-   * Sandbox connections' synthetic accounts (P35), stored as a grant's account is but without
-   * tokens: nothing is revoked at a provider for them. Only on connected rows that have no account
-   * yet, so a tape scored again changes nothing. One statement for all the verification's
-   * platforms: a synthetic creator's creation writes them, and each round trip costs it.
-   */
-  /**
-   * A sandbox creation's synthetic accounts (P35), in one statement: the address the platforms
-   * share, sealed once, and each platform's scopes, account id and connection time. Answers how
-   * many connections took theirs: a connection that is not connected, or already has an address,
-   * keeps what it has.
+   * A sandbox creation's synthetic accounts (P35), stored as a grant's account is but without
+   * tokens (nothing is revoked at a provider for them), in one statement: the address the platforms
+   * share, sealed once, and each platform's scopes, account id and connection time. Only connected
+   * rows without an account take theirs, so a tape scored again changes nothing. Answers how many
+   * did.
    */
   async saveSandboxAccounts(
     unit: UnitOfWork,

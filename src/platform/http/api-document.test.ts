@@ -49,5 +49,7 @@ describe('a document with some of its paths alone (withPathsAlone)', () => {
     assert.throws(() => withPathsAlone(broken, ['/healthz']), /#\/components\/schemas\/NoSuchThing: not a component/);
     operation.responses!['200']!.content!['application/json']!.schema = { $ref: '#/components/schemas/Health/properties/status' };
     assert.throws(() => withPathsAlone(broken, ['/healthz']), /Health\/properties\/status: not a component/);
+    operation.responses!['200']!.content!['application/json']!.schema = { $ref: '#/components/schemas/constructor' };
+    assert.throws(() => withPathsAlone(broken, ['/healthz']), /schemas\/constructor: not a component/, 'a name every object has');
   });
 });

@@ -99,10 +99,12 @@ export function withPathsAlone(doc: ApiDocument, paths: string[]): ApiDocument {
         continue;
       }
       const [hash, root, section, name, ...rest] = child.split('/').map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
-      const target = section !== undefined && name !== undefined ? all[section]?.[name] : undefined;
+      // Own properties only: a reference to `constructor` or `toString` names no component.
+      const named = section !== undefined && name !== undefined && Object.hasOwn(all, section) ? all[section] : undefined;
+      const target = named && Object.hasOwn(named, name!) ? named[name!] : undefined;
       if (hash !== '#' || root !== 'components' || rest.length || target === undefined) throw new Error(`${child}: not a component of the document`);
       const kept = (reached[section!] ??= {});
-      if (name! in kept) continue;
+      if (Object.hasOwn(kept, name!)) continue;
       kept[name!] = target;
       walk(target);
     }
